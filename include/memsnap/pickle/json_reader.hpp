@@ -1,0 +1,15 @@
+// Reads a JSON rendering of a snapshot into the same ValueGraph the unpickler builds.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "memsnap/pickle/value.hpp"
+
+namespace memsnap::pickle {
+
+/// Parses JSON text (objects become dicts, arrays lists). Iterative, so nesting
+/// depth cannot exhaust the C++ stack. Throws InputError("offset N", ...) on bad JSON.
+ValueGraph read_json(std::span<const uint8_t> input);
+
+}  // namespace memsnap::pickle

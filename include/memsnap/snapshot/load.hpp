@@ -1,0 +1,38 @@
+// One call from a path to a Snapshot: read, detect, decode, build.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "memsnap/io/byte_source.hpp"
+#include "memsnap/pickle/unpickler.hpp"
+#include "memsnap/snapshot/model.hpp"
+
+namespace memsnap::snapshot {
+
+/// What the input was, for reports (`input` in JSON output).
+struct InputInfo {
+  std::string path;
+  uint64_t bytes = 0;          // as stored (compressed size when compressed)
+  uint64_t decoded_bytes = 0;  // after decompression
+  io::Compression compression = io::Compression::None;
+  io::Encoding encoding = io::Encoding::Pickle;
+  int pickle_protocol = -1;    // -1 for JSON input
+};
+
+struct LoadOptions {
+  io::ReadOptions read;
+  pickle::Limits limits;
+};
+
+struct Loaded {
+  InputInfo input;
+  Snapshot snapshot;
+};
+
+/// Loads and builds. Throws InputError (without the path: callers add it).
+Loaded load_snapshot(const std::string& path, const LoadOptions& options = {});
+/// The same from bytes already in memory (tests, fuzzing).
+Loaded load_snapshot_bytes(std::vector<uint8_t> bytes, const std::string& name, const LoadOptions& options = {});
+
+}  // namespace memsnap::snapshot

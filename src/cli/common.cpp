@@ -1,0 +1,57 @@
+// Shared command plumbing: options, loading, warnings, terminal detection.
+#include "common.hpp"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "memsnap/error.hpp"
+#include "memsnap/units.hpp"
+
+namespace memsnap::cli {
+
+void add_common_options(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("--format", o.format, "Output format: text (default) or json")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"text", Format::Text}, {"json", Format::Json}},
+                                          CLI::ignore_case))
+      ->option_text("text|json");
+  cmd.add_flag("--no-color", o.no_color, "Never colour the text output (NO_COLOR is honoured too)");
+  cmd.add_option("--max-memory", o.max_memory,
+                 "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
+      ->option_text("SIZE");
+}
+
+snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
+  snapshot::LoadOptions lo;
+  auto limit = parse_size(o.max_memory);
+  if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + o.max_memory + "'", kBadInput);
+  lo.read.max_buffer_bytes = *limit;
+  std::string shown = path == "-" ? "<stdin>" : path;
+  try {
+    return snapshot::load_snapshot(path, lo);
+  } catch (const InputError& e) {
+    throw Failure(shown + ": " + e.what(), kBadInput);
+  } catch (const std::bad_alloc&) {
+    throw Failure(shown + ": out of memory while reading the snapshot", kBadInput);
+  }
+}
+
+report::TextStyle text_style(const CommonOptions& o) {
+  report::TextStyle s;
+  bool tty = isatty(STDOUT_FILENO) != 0;
+  const char* no_color = std::getenv("NO_COLOR");
+  s.color = tty && !o.no_color && !(no_color && *no_color);
+  struct winsize ws {};
+  if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) s.width = ws.ws_col;
+  else if (const char* cols = std::getenv("COLUMNS"); cols && std::atoi(cols) >= 40) s.width = std::atoi(cols);
+  return s;
+}
+
+void print_warnings(const snapshot::Loaded& l) {
+  std::string shown = l.input.path == "-" ? "<stdin>" : l.input.path;
+  for (const auto& w : l.snapshot.warnings) std::cerr << "memsnap: warning: " << shown << ": " << w << '\n';
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,44 @@
+// What every memsnap command shares: output options, loading with file-named errors, exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "memsnap/report/analyze.hpp"
+#include "memsnap/snapshot/load.hpp"
+
+namespace memsnap::cli {
+
+enum Exit : int { kOk = 0, kCheckFailed = 1, kBadInput = 2 };
+
+/// A fatal, already-worded error: printed as "memsnap: <message>" with `code`.
+class Failure : public std::runtime_error {
+ public:
+  Failure(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+enum class Format { Text, Json };
+
+struct CommonOptions {
+  Format format = Format::Text;
+  bool no_color = false;
+  std::string max_memory = "16GiB";
+};
+
+/// Adds --format, --no-color and --max-memory to a subcommand.
+void add_common_options(CLI::App& cmd, CommonOptions& options);
+/// Loads a snapshot; any InputError becomes a Failure naming the file.
+snapshot::Loaded load(const std::string& path, const CommonOptions& options);
+/// Terminal width and colour for stdout.
+report::TextStyle text_style(const CommonOptions& options);
+/// Prints the snapshot's warnings to stderr as "memsnap: warning: FILE: ...".
+void print_warnings(const snapshot::Loaded& loaded);
+
+void add_analyze(CLI::App& app);
+
+}  // namespace memsnap::cli

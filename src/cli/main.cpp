@@ -1,0 +1,43 @@
+// memsnap's entry point: parse the command line, run one command, map errors to exit codes.
+#include <iostream>
+
+#include "common.hpp"
+#include "memsnap/error.hpp"
+#include "memsnap/version.hpp"
+
+int main(int argc, char** argv) {
+  using namespace memsnap::cli;
+  CLI::App app{"memsnap: explain PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot)"};
+  app.set_version_flag("--version", std::string("memsnap ") + memsnap::kVersion);
+  app.require_subcommand(1);
+  app.footer(
+      "Exit status: 0 success, 1 a check failed, 2 usage or input error.\n"
+      "Run 'memsnap COMMAND --help' for a command's options.");
+  add_analyze(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "memsnap: " << e.what() << "\nRun 'memsnap --help' for usage.\n";
+    return kBadInput;
+  } catch (const Failure& e) {
+    std::cout.flush();
+    std::cerr << "memsnap: " << e.what() << '\n';
+    return e.code();
+  } catch (const memsnap::UsageError& e) {
+    std::cerr << "memsnap: " << e.what() << '\n';
+    return kBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "memsnap: out of memory\n";
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "memsnap: internal error: " << e.what() << '\n';
+    return kBadInput;
+  }
+  return kOk;
+}

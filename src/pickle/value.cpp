@@ -1,0 +1,296 @@
+// ValueGraph storage and the canonical dump used by tests.
+#include "memsnap/pickle/value.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "memsnap/error.hpp"
+
+namespace memsnap::pickle {
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::None: return "None";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::BigInt: return "int";
+    case Kind::Float: return "float";
+    case Kind::Str: return "str";
+    case Kind::Bytes: return "bytes";
+    case Kind::ByteArray: return "bytearray";
+    case Kind::List: return "list";
+    case Kind::Tuple: return "tuple";
+    case Kind::Dict: return "dict";
+    case Kind::Set: return "set";
+    case Kind::FrozenSet: return "frozenset";
+  }
+  return "?";
+}
+
+namespace {
+constexpr uint64_t kMaxItems = std::numeric_limits<uint32_t>::max();
+uint32_t start_of(const Value& v) { return static_cast<uint32_t>(v.x); }
+uint32_t cap_of(const Value& v) { return static_cast<uint32_t>(v.x >> 32); }
+void set_range(Value& v, uint64_t start, uint64_t cap) { v.x = start | (cap << 32); }
+}  // namespace
+
+ValueGraph::ValueGraph(std::span<const uint8_t> input) : input_(input) {
+  nodes_.reserve(std::max<size_t>(64, input.size() / 8));
+  items_.reserve(std::max<size_t>(64, input.size() / 4));
+  nodes_.push_back(Value{Kind::None});
+  nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 0});
+  nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 1});
+}
+
+ValueId ValueGraph::push(const Value& v) {
+  if (nodes_.size() >= kMaxItems) throw InputError("", "input describes more than 2^32 objects");
+  nodes_.push_back(v);
+  return ValueId{static_cast<uint32_t>(nodes_.size() - 1)};
+}
+
+ValueId ValueGraph::make_int(int64_t v) {
+  return push(Value{Kind::Int, 0, 0, 0, static_cast<uint64_t>(v)});
+}
+
+ValueId ValueGraph::make_uint(uint64_t v) {
+  uint8_t f = v > uint64_t(std::numeric_limits<int64_t>::max()) ? Value::kUnsigned : 0;
+  return push(Value{Kind::Int, f, 0, 0, v});
+}
+
+ValueId ValueGraph::make_int_bytes(const uint8_t* p, size_t len, uint64_t off, bool side) {
+  if (len == 0) return make_int(0);
+  bool neg = p[len - 1] & 0x80;
+  // Drop redundant sign-extension bytes so that the length says how big the value is.
+  size_t n = len;
+  while (n > 1 && p[n - 1] == (neg ? 0xFF : 0x00) && bool(p[n - 2] & 0x80) == neg) --n;
+  if (n <= 8) {
+    uint64_t u = 0;
+    for (size_t i = n; i-- > 0;) u = (u << 8) | p[i];
+    if (neg && n < 8) u |= ~uint64_t{0} << (8 * n);
+    return make_int(static_cast<int64_t>(u));
+  }
+  if (n == 9 && !neg && p[8] == 0) {
+    uint64_t u = 0;
+    for (size_t i = 8; i-- > 0;) u = (u << 8) | p[i];
+    return make_uint(u);
+  }
+  if (n > kMaxItems) throw InputError("", "integer too large");
+  return push(Value{Kind::BigInt, static_cast<uint8_t>(side ? Value::kSide : 0), 0, static_cast<uint32_t>(n), off});
+}
+
+ValueId ValueGraph::make_float(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, 8);
+  return push(Value{Kind::Float, 0, 0, 0, bits});
+}
+
+double ValueGraph::as_float(ValueId id) const {
+  double d;
+  std::memcpy(&d, &nodes_[id.v].x, 8);
+  return d;
+}
+
+ValueId ValueGraph::make_view(Kind k, uint64_t offset, uint64_t len) {
+  if (len > kMaxItems) throw InputError("", "string longer than 4 GiB");
+  return push(Value{k, 0, 0, static_cast<uint32_t>(len), offset});
+}
+
+ValueId ValueGraph::make_side(Kind k, std::string_view b) {
+  if (b.size() > kMaxItems) throw InputError("", "string longer than 4 GiB");
+  uint64_t off = side_.size();
+  side_.append(b);
+  return push(Value{k, Value::kSide, 0, static_cast<uint32_t>(b.size()), off});
+}
+
+std::string_view ValueGraph::bytes(ValueId id) const {
+  const Value& v = nodes_[id.v];
+  if (v.flags & Value::kSide) return std::string_view(side_.data() + v.x, v.n);
+  return std::string_view(reinterpret_cast<const char*>(input_.data()) + v.x, v.n);
+}
+
+bool ValueGraph::big_negative(ValueId id) const {
+  std::string_view b = bytes(id);
+  return !b.empty() && (static_cast<uint8_t>(b.back()) & 0x80);
+}
+
+std::span<const ValueId> ValueGraph::items(ValueId id) const {
+  const Value& v = nodes_[id.v];
+  return std::span<const ValueId>(items_.data() + start_of(v), v.n);
+}
+
+ValueId ValueGraph::make_container(Kind k) {
+  Value v{k, 0, 0, 0, 0};
+  set_range(v, items_.size(), 0);
+  return push(v);
+}
+
+ValueId ValueGraph::make_container(Kind k, std::span<const ValueId> items) {
+  if (items_.size() + items.size() > kMaxItems) throw InputError("", "input describes more than 2^32 items");
+  Value v{k, Value::kFrozen, 0, static_cast<uint32_t>(items.size()), 0};
+  set_range(v, items_.size(), items.size());
+  items_.insert(items_.end(), items.begin(), items.end());
+  return push(v);
+}
+
+void ValueGraph::append(ValueId c, std::span<const ValueId> add) {
+  if (add.empty()) return;
+  Value& v = nodes_[c.v];
+  uint64_t start = start_of(v), cap = cap_of(v), n = v.n, k = add.size();
+  if (n + k > kMaxItems || items_.size() + 2 * (n + k) > kMaxItems)
+    throw InputError("", "input describes more than 2^32 items");
+  bool frozen = v.flags & Value::kFrozen;
+  if (!frozen && start + cap == items_.size()) {
+    // The range ends the array: grow it in place.
+    items_.resize(start + n);
+    items_.insert(items_.end(), add.begin(), add.end());
+    set_range(v, start, n + k);
+  } else if (!frozen && n + k <= cap) {
+    std::copy(add.begin(), add.end(), items_.begin() + static_cast<ptrdiff_t>(start + n));
+  } else {
+    // Move to the end with room to double, so a container that keeps receiving
+    // batches between other objects is copied O(log n) times.
+    uint64_t ncap = std::max<uint64_t>(8, 2 * (n + k));
+    uint64_t nstart = items_.size();
+    items_.resize(nstart + ncap);
+    std::copy_n(items_.begin() + static_cast<ptrdiff_t>(start), n, items_.begin() + static_cast<ptrdiff_t>(nstart));
+    std::copy(add.begin(), add.end(), items_.begin() + static_cast<ptrdiff_t>(nstart + n));
+    set_range(v, nstart, ncap);
+    v.flags &= static_cast<uint8_t>(~Value::kFrozen);
+  }
+  v.n = static_cast<uint32_t>(n + k);
+}
+
+size_t ValueGraph::memory_bytes() const {
+  return nodes_.capacity() * sizeof(Value) + items_.capacity() * sizeof(ValueId) + side_.capacity();
+}
+
+// ---- dump -------------------------------------------------------------------
+
+namespace {
+
+void escape_bytes(std::string& out, std::string_view b) {
+  static const char* hex = "0123456789abcdef";
+  for (unsigned char c : b) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+}
+
+// Python's hex(v) of a two's-complement little-endian integer.
+std::string big_hex(std::string_view le) {
+  std::vector<uint8_t> mag(le.begin(), le.end());
+  bool neg = !mag.empty() && (mag.back() & 0x80);
+  if (neg) {  // negate: invert and add one
+    unsigned carry = 1;
+    for (auto& b : mag) {
+      unsigned s = static_cast<uint8_t>(~b) + carry;
+      b = static_cast<uint8_t>(s);
+      carry = s >> 8;
+    }
+  }
+  std::string out = neg ? "-0x" : "0x";
+  static const char* hex = "0123456789abcdef";
+  bool started = false;
+  for (size_t i = mag.size(); i-- > 0;) {
+    for (int half : {4, 0}) {
+      int d = (mag[i] >> half) & 15;
+      if (d == 0 && !started) continue;
+      started = true;
+      out.push_back(hex[d]);
+    }
+  }
+  if (!started) out.push_back('0');
+  return out;
+}
+
+void dump_into(const ValueGraph& g, ValueId id, std::string& out, int depth) {
+  if (depth > 200) {
+    out += "...";
+    return;
+  }
+  switch (g.kind(id)) {
+    case Kind::None: out += "None"; return;
+    case Kind::Bool: out += g.as_bool(id) ? "True" : "False"; return;
+    case Kind::Int:
+      out += g.is_unsigned(id) ? std::to_string(g.as_uint(id)) : std::to_string(g.as_int(id));
+      return;
+    case Kind::BigInt: out += big_hex(g.bytes(id)); return;
+    case Kind::Float: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", g.as_float(id));
+      out += buf;
+      return;
+    }
+    case Kind::Str:
+      out += '"';
+      escape_bytes(out, g.bytes(id));
+      out += '"';
+      return;
+    case Kind::Bytes:
+    case Kind::ByteArray:
+      out += "b\"";
+      escape_bytes(out, g.bytes(id));
+      out += '"';
+      return;
+    case Kind::List:
+    case Kind::Tuple: {
+      bool list = g.kind(id) == Kind::List;
+      out += list ? '[' : '(';
+      bool first = true;
+      for (ValueId c : g.items(id)) {
+        if (!first) out += ", ";
+        first = false;
+        dump_into(g, c, out, depth + 1);
+      }
+      out += list ? ']' : ')';
+      return;
+    }
+    case Kind::Dict: {
+      out += '{';
+      auto it = g.items(id);
+      for (size_t i = 0; i + 1 < it.size(); i += 2) {
+        if (i) out += ", ";
+        dump_into(g, it[i], out, depth + 1);
+        out += ": ";
+        dump_into(g, it[i + 1], out, depth + 1);
+      }
+      out += '}';
+      return;
+    }
+    case Kind::Set:
+    case Kind::FrozenSet: {
+      std::vector<std::string> parts;
+      for (ValueId c : g.items(id)) {
+        std::string s;
+        dump_into(g, c, s, depth + 1);
+        parts.push_back(std::move(s));
+      }
+      std::sort(parts.begin(), parts.end());
+      parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+      out += g.kind(id) == Kind::Set ? "set{" : "frozenset{";
+      for (size_t i = 0; i < parts.size(); ++i) {
+        if (i) out += ", ";
+        out += parts[i];
+      }
+      out += '}';
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string dump(const ValueGraph& g, ValueId id) {
+  std::string out;
+  dump_into(g, id, out, 0);
+  return out;
+}
+
+}  // namespace memsnap::pickle

@@ -1,0 +1,507 @@
+// The schema walk: value graph -> Snapshot. One pass per dict, keys matched through a
+// per-schema cache keyed by the key string's node (keys are memo-shared in real files).
+#include "memsnap/snapshot/builder.hpp"
+
+#include <array>
+#include <map>
+#include <unordered_map>
+
+#include "memsnap/error.hpp"
+#include "memsnap/snapshot/validate.hpp"
+
+namespace memsnap::snapshot {
+
+namespace {
+
+using pickle::Kind;
+using pickle::ValueGraph;
+using pickle::ValueId;
+
+constexpr uint32_t kUnset = 0xFFFFFFFFu;
+
+// The fields one schema reads from a dict, found in one pass over its items.
+template <size_t N>
+class Schema {
+ public:
+  explicit Schema(std::array<std::string_view, N> names) : names_(names) { cache_id_.fill(kUnset); }
+
+  struct Found {
+    std::array<ValueId, N> v{};
+    uint32_t mask = 0;
+    bool has(size_t f) const { return (mask >> f) & 1u; }
+  };
+
+  Found scan(const ValueGraph& g, ValueId dict) {
+    Found out;
+    auto items = g.items(dict);
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      ValueId k = items[i];
+      size_t slot = k.v & (kSlots - 1);
+      uint8_t f;
+      if (cache_id_[slot] == k.v) {
+        f = cache_field_[slot];
+      } else {
+        f = N;
+        if (g.kind(k) == Kind::Str) {
+          std::string_view s = g.bytes(k);
+          for (size_t j = 0; j < N; ++j) {
+            if (s == names_[j]) {
+              f = static_cast<uint8_t>(j);
+              break;
+            }
+          }
+        }
+        cache_id_[slot] = k.v;
+        cache_field_[slot] = f;
+      }
+      if (f < N) {  // a later duplicate key wins, as in Python
+        out.v[f] = items[i + 1];
+        out.mask |= 1u << f;
+      }
+    }
+    return out;
+  }
+  std::string_view name(size_t f) const { return names_[f]; }
+
+ private:
+  static constexpr size_t kSlots = 256;
+  std::array<std::string_view, N> names_;
+  std::array<uint32_t, kSlots> cache_id_{};
+  std::array<uint8_t, kSlots> cache_field_{};
+};
+
+enum SegF { S_device, S_address, S_total_size, S_allocated_size, S_active_size, S_requested_size, S_stream,
+            S_segment_type, S_segment_pool_id, S_is_expandable, S_frames, S_blocks, S_N };
+enum BlockF { B_address, B_size, B_requested_size, B_state, B_frames, B_history, B_N };
+enum HistF { H_real_size, H_frames, H_N };
+enum FrameF { F_filename, F_line, F_name, F_N };
+enum EventF { E_action, E_addr, E_size, E_stream, E_frames, E_time_us, E_device_free, E_N };
+enum TopF { T_segments, T_device_traces, T_allocator_settings, T_external_annotations, T_N };
+enum SetF { A_conf, A_max_split, A_gc, A_expandable, A_roundup, A_overflowed, A_max_entries, A_N };
+enum AnnF { N_device, N_time_us, N_name, N_stage, N_N };
+
+class Builder {
+ public:
+  Builder(const ValueGraph& g, const BuildOptions& o)
+      : g_(g),
+        budget_(64 * (o.input_bytes ? o.input_bytes : g.size() * 16) + (uint64_t{1} << 22)),
+        seg_({"device", "address", "total_size", "allocated_size", "active_size", "requested_size", "stream",
+              "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks"}),
+        block_({"address", "size", "requested_size", "state", "frames", "history"}),
+        hist_({"real_size", "frames"}),
+        frame_({"filename", "line", "name"}),
+        event_({"action", "addr", "size", "stream", "frames", "time_us", "device_free"}),
+        top_({"segments", "device_traces", "allocator_settings", "external_annotations"}),
+        settings_({"PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold",
+                   "expandable_segments", "roundup_power2_divisions", "trace_alloc_overflowed",
+                   "trace_alloc_max_entries"}),
+        ann_({"device", "time_us", "name", "stage"}) {}
+
+  Snapshot run();
+
+ private:
+  // ---- typed access with paths in errors -------------------------------------
+  [[noreturn]] void type_error(const std::string& path, const char* want, ValueId got) const {
+    throw_at_path(path, std::string("expected ") + want + ", got " + pickle::kind_name(g_.kind(got)));
+  }
+  template <class W>
+  uint64_t size_of(ValueId v, const W& where) const {
+    Kind k = g_.kind(v);
+    if (k == Kind::Int) {
+      if (!g_.is_unsigned(v) && g_.as_int(v) < 0)
+        throw_at_path(where(), "expected a non-negative int, got " + std::to_string(g_.as_int(v)));
+      return g_.as_uint(v);
+    }
+    if (k == Kind::BigInt) throw_at_path(where(), "integer does not fit in 64 bits");
+    type_error(where(), "int", v);
+  }
+  // Addresses and stream handles: any 64-bit pattern (a signed writer may cast them).
+  template <class W>
+  uint64_t bits_of(ValueId v, const W& where) const {
+    Kind k = g_.kind(v);
+    if (k == Kind::Int) return g_.as_uint(v);
+    if (k == Kind::BigInt) throw_at_path(where(), "integer does not fit in 64 bits");
+    type_error(where(), "int", v);
+  }
+  template <class W>
+  int64_t int_of(ValueId v, const W& where) const {
+    Kind k = g_.kind(v);
+    if (k == Kind::Int) {
+      if (g_.is_unsigned(v)) throw_at_path(where(), "integer does not fit in 64 bits");
+      return g_.as_int(v);
+    }
+    if (k == Kind::BigInt) throw_at_path(where(), "integer does not fit in 64 bits");
+    type_error(where(), "int", v);
+  }
+  template <class W>
+  std::string_view str_of(ValueId v, const W& where) const {
+    if (g_.kind(v) != Kind::Str) type_error(where(), "str", v);
+    return g_.bytes(v);
+  }
+  template <class W>
+  bool bool_of(ValueId v, const W& where) const {
+    if (g_.kind(v) == Kind::Bool) return g_.as_bool(v);
+    if (g_.kind(v) == Kind::Int) return g_.as_int(v) != 0;
+    type_error(where(), "bool", v);
+  }
+  template <class W>
+  std::span<const ValueId> list_of(ValueId v, const W& where) const {
+    Kind k = g_.kind(v);
+    if (k != Kind::List && k != Kind::Tuple) type_error(where(), "list", v);
+    return g_.items(v);
+  }
+  template <class W>
+  void need_dict(ValueId v, const W& where) const {
+    if (g_.kind(v) != Kind::Dict) type_error(where(), "dict", v);
+  }
+  void spend(uint64_t n) {
+    work_ += n;
+    if (work_ > budget_)
+      throw InputError("", "the snapshot expands to far more elements than its size allows "
+                           "(objects shared through the pickle memo are referenced too many times)");
+  }
+
+  Device& device(int64_t index, const std::string& where);
+  template <class W>
+  StackId stack_of(ValueId list, const W& where);
+  template <class W>
+  FrameId frame_of(ValueId dict, const W& where);
+  void segment(ValueId v, size_t si);
+  void traces(ValueId v);
+  void settings(ValueId v);
+  void annotations(ValueId v);
+  template <class W>
+  BlockState state_of(ValueId v, const W& where);
+  template <class W>
+  Action action_of(ValueId v, const W& where);
+
+  const ValueGraph& g_;
+  uint64_t budget_;
+  uint64_t work_ = 0;
+  Snapshot snap_;
+  std::map<int64_t, Device> devices_;
+
+  Schema<S_N> seg_;
+  Schema<B_N> block_;
+  Schema<H_N> hist_;
+  Schema<F_N> frame_;
+  Schema<E_N> event_;
+  Schema<T_N> top_;
+  Schema<A_N> settings_;
+  Schema<N_N> ann_;
+
+  // Stacks: a frames list is first looked up by the node ids it holds (genuine
+  // files share each frame dict by identity), then by frame content.
+  struct Seq {
+    uint32_t start, len;
+    StackId stack;
+  };
+  std::vector<uint32_t> seq_store_;
+  std::vector<Seq> seqs_;
+  std::unordered_multimap<uint64_t, uint32_t> seq_index_;
+  std::unordered_map<uint32_t, FrameId> frame_of_node_;
+  std::unordered_map<uint32_t, StackId> big_list_;  // long lists, by node, so sharing stays cheap
+  std::vector<FrameId> tmp_frames_;
+  std::unordered_map<uint32_t, uint8_t> state_cache_;
+  std::unordered_map<uint32_t, uint8_t> action_cache_;
+  std::map<std::string, uint64_t> unknown_actions_;
+};
+
+Device& Builder::device(int64_t index, const std::string& where) {
+  if (index < 0 || index > 65535) throw_at_path(where, "device index " + std::to_string(index) + " out of range");
+  auto [it, inserted] = devices_.try_emplace(index);
+  if (inserted) it->second.index = static_cast<int>(index);
+  return it->second;
+}
+
+template <class W>
+FrameId Builder::frame_of(ValueId v, const W& where) {
+  if (auto it = frame_of_node_.find(v.v); it != frame_of_node_.end()) return it->second;
+  need_dict(v, where);
+  auto f = frame_.scan(g_, v);
+  Frame fr;
+  if (f.has(F_filename)) fr.filename = snap_.strings.intern(str_of(f.v[F_filename], [&] { return where() + ".filename"; }));
+  if (f.has(F_name)) fr.name = snap_.strings.intern(str_of(f.v[F_name], [&] { return where() + ".name"; }));
+  if (f.has(F_line)) fr.line = int_of(f.v[F_line], [&] { return where() + ".line"; });
+  FrameId id = snap_.frames.intern(fr);
+  frame_of_node_.emplace(v.v, id);
+  return id;
+}
+
+template <class W>
+StackId Builder::stack_of(ValueId list, const W& where) {
+  auto items = list_of(list, where);
+  if (items.empty()) return StackId{0};
+  constexpr size_t kBig = 512;
+  if (items.size() > kBig) {
+    if (auto it = big_list_.find(list.v); it != big_list_.end()) return it->second;
+  }
+  spend(items.size());
+  uint64_t h = items.size();
+  for (ValueId v : items) h = (h ^ v.v) * 0x100000001B3ull + (h >> 29);
+  auto [lo, hi] = seq_index_.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    const Seq& s = seqs_[it->second];
+    if (s.len == items.size() &&
+        std::equal(items.begin(), items.end(), seq_store_.begin() + s.start,
+                   [](ValueId a, uint32_t b) { return a.v == b; }))
+      return s.stack;
+  }
+  tmp_frames_.clear();
+  for (size_t i = 0; i < items.size(); ++i)
+    tmp_frames_.push_back(frame_of(items[i], [&] { return where() + "[" + std::to_string(i) + "]"; }));
+  StackId id = snap_.stacks.intern(tmp_frames_);
+  Seq s{static_cast<uint32_t>(seq_store_.size()), static_cast<uint32_t>(items.size()), id};
+  for (ValueId v : items) seq_store_.push_back(v.v);
+  seq_index_.emplace(h, static_cast<uint32_t>(seqs_.size()));
+  seqs_.push_back(s);
+  if (items.size() > kBig) big_list_.emplace(list.v, id);
+  return id;
+}
+
+template <class W>
+BlockState Builder::state_of(ValueId v, const W& where) {
+  if (auto it = state_cache_.find(v.v); it != state_cache_.end()) return BlockState(it->second);
+  std::string_view s = str_of(v, where);
+  BlockState st;
+  if (s == "active_allocated") st = BlockState::ActiveAllocated;
+  else if (s == "active_pending_free" || s == "active_awaiting_free") st = BlockState::ActivePendingFree;
+  else if (s == "inactive") st = BlockState::Inactive;
+  else throw_at_path(where(), "unknown block state '" + std::string(s.substr(0, 60)) + "'");
+  state_cache_.emplace(v.v, uint8_t(st));
+  return st;
+}
+
+template <class W>
+Action Builder::action_of(ValueId v, const W& where) {
+  if (auto it = action_cache_.find(v.v); it != action_cache_.end()) {
+    if (Action(it->second) == Action::Unknown) ++unknown_actions_[std::string(g_.bytes(v))];
+    return Action(it->second);
+  }
+  std::string_view s = str_of(v, where);
+  static const std::pair<std::string_view, Action> table[] = {
+      {"alloc", Action::Alloc}, {"free_requested", Action::FreeRequested},
+      {"free_completed", Action::FreeCompleted}, {"segment_alloc", Action::SegmentAlloc},
+      {"segment_free", Action::SegmentFree}, {"segment_map", Action::SegmentMap},
+      {"segment_unmap", Action::SegmentUnmap}, {"snapshot", Action::Snapshot},
+      {"oom", Action::Oom}, {"free", Action::Free}};
+  Action a = Action::Unknown;
+  for (auto& [name, act] : table)
+    if (s == name) a = act;
+  if (a == Action::Unknown) ++unknown_actions_[std::string(s.substr(0, 60))];
+  action_cache_.emplace(v.v, uint8_t(a));
+  return a;
+}
+
+void Builder::segment(ValueId v, size_t si) {
+  auto where = [&] { return "segments[" + std::to_string(si) + "]"; };
+  auto at = [&](size_t f) { return [&, f] { return where() + "." + std::string(seg_.name(f)); }; };
+  need_dict(v, where);
+  spend(1);
+  auto f = seg_.scan(g_, v);
+  int64_t dev = f.has(S_device) ? int_of(f.v[S_device], at(S_device)) : 0;
+  Device& d = device(dev, at(S_device)());
+  if (!f.has(S_blocks)) throw_at_path(where(), "missing key 'blocks'");
+  if (!f.has(S_total_size)) throw_at_path(where(), "missing key 'total_size'");
+  Segment s;
+  s.file_index = static_cast<uint32_t>(si);
+  s.total_size = size_of(f.v[S_total_size], at(S_total_size));
+  if (f.has(S_address)) s.address = bits_of(f.v[S_address], at(S_address));
+  if (f.has(S_stream)) s.stream = bits_of(f.v[S_stream], at(S_stream));
+  if (f.has(S_segment_type)) {
+    std::string_view t = str_of(f.v[S_segment_type], at(S_segment_type));
+    s.pool = t == "small" ? Pool::Small : t == "large" ? Pool::Large : Pool::Unknown;
+  }
+  if (f.has(S_segment_pool_id)) {
+    auto ids = list_of(f.v[S_segment_pool_id], at(S_segment_pool_id));
+    for (size_t i = 0; i < ids.size() && i < 2; ++i) s.pool_id[i] = int_of(ids[i], at(S_segment_pool_id));
+  }
+  if (f.has(S_is_expandable)) s.expandable = bool_of(f.v[S_is_expandable], at(S_is_expandable));
+  if (f.has(S_frames)) s.stack = stack_of(f.v[S_frames], at(S_frames));
+  if (f.has(S_allocated_size)) s.stated_allocated = size_of(f.v[S_allocated_size], at(S_allocated_size));
+  if (f.has(S_active_size)) s.stated_active = size_of(f.v[S_active_size], at(S_active_size));
+  if (f.has(S_requested_size)) s.stated_requested = size_of(f.v[S_requested_size], at(S_requested_size));
+
+  auto blocks = list_of(f.v[S_blocks], at(S_blocks));
+  spend(blocks.size());
+  if (d.blocks.size() + blocks.size() > std::numeric_limits<uint32_t>::max())
+    throw_at_path(where(), "too many blocks");
+  s.first_block = static_cast<uint32_t>(d.blocks.size());
+  s.block_count = static_cast<uint32_t>(blocks.size());
+  uint64_t cursor = s.address;
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    auto bwhere = [&] { return where() + ".blocks[" + std::to_string(bi) + "]"; };
+    auto bat = [&](size_t k) { return [&, k] { return bwhere() + "." + std::string(block_.name(k)); }; };
+    need_dict(blocks[bi], bwhere);
+    auto b = block_.scan(g_, blocks[bi]);
+    Block blk;
+    if (!b.has(B_size)) throw_at_path(bwhere(), "missing key 'size'");
+    if (!b.has(B_state)) throw_at_path(bwhere(), "missing key 'state'");
+    blk.size = size_of(b.v[B_size], bat(B_size));
+    blk.state = state_of(b.v[B_state], bat(B_state));
+    if (b.has(B_address)) {
+      blk.address = bits_of(b.v[B_address], bat(B_address));
+    } else {
+      blk.address = cursor;
+      blk.address_derived = true;
+    }
+    cursor = blk.address + blk.size;
+    blk.requested_size = blk.size;
+    bool active = blk.is_active();
+    if (b.has(B_requested_size)) {
+      blk.requested_size = size_of(b.v[B_requested_size], bat(B_requested_size));
+      blk.requested_known = true;
+    }
+    if (b.has(B_frames)) {
+      if (active) blk.stack = stack_of(b.v[B_frames], bat(B_frames));
+    } else if (b.has(B_history)) {
+      // torch 1.13/2.0: the allocation that owns the block is history[0]
+      snap_.legacy_history = true;
+      auto hist = list_of(b.v[B_history], bat(B_history));
+      if (!hist.empty() && active) {
+        auto hwhere = [&] { return bwhere() + ".history[0]"; };
+        need_dict(hist[0], hwhere);
+        auto h = hist_.scan(g_, hist[0]);
+        if (h.has(H_real_size) && !blk.requested_known) {
+          blk.requested_size = size_of(h.v[H_real_size], [&] { return hwhere() + ".real_size"; });
+          blk.requested_known = true;
+        }
+        if (h.has(H_frames)) blk.stack = stack_of(h.v[H_frames], [&] { return hwhere() + ".frames"; });
+      }
+    }
+    d.blocks.push_back(blk);
+  }
+  d.segments.push_back(s);
+}
+
+void Builder::traces(ValueId v) {
+  auto per_device = list_of(v, [] { return std::string("device_traces"); });
+  for (size_t di = 0; di < per_device.size(); ++di) {
+    auto dwhere = [&] { return "device_traces[" + std::to_string(di) + "]"; };
+    if (g_.kind(per_device[di]) == Kind::None) continue;
+    auto entries = list_of(per_device[di], dwhere);
+    Device& d = device(static_cast<int64_t>(di), dwhere());
+    spend(entries.size());
+    d.trace.reserve(d.trace.size() + entries.size());
+    for (size_t ei = 0; ei < entries.size(); ++ei) {
+      auto where = [&] { return dwhere() + "[" + std::to_string(ei) + "]"; };
+      auto at = [&](size_t k) { return [&, k] { return where() + "." + std::string(event_.name(k)); }; };
+      need_dict(entries[ei], where);
+      auto f = event_.scan(g_, entries[ei]);
+      if (!f.has(E_action)) throw_at_path(where(), "missing key 'action'");
+      TraceEvent e;
+      e.action = action_of(f.v[E_action], at(E_action));
+      if (f.has(E_addr)) e.addr = bits_of(f.v[E_addr], at(E_addr));
+      if (f.has(E_size)) e.size = size_of(f.v[E_size], at(E_size));
+      if (f.has(E_stream)) e.stream = bits_of(f.v[E_stream], at(E_stream));
+      if (f.has(E_time_us)) e.time_us = int_of(f.v[E_time_us], at(E_time_us));
+      if (f.has(E_frames)) e.stack = stack_of(f.v[E_frames], at(E_frames));
+      if (e.action == Action::Oom)
+        e.addr = f.has(E_device_free) ? size_of(f.v[E_device_free], at(E_device_free)) : 0;
+      d.trace.push_back(e);
+    }
+  }
+}
+
+void Builder::settings(ValueId v) {
+  auto where = [] { return std::string("allocator_settings"); };
+  auto at = [&](size_t k) { return [&, k] { return where() + "." + std::string(settings_.name(k)); }; };
+  need_dict(v, where);
+  auto f = settings_.scan(g_, v);
+  AllocatorSettings& s = snap_.settings;
+  s.present = true;
+  if (f.has(A_conf)) s.alloc_conf = std::string(str_of(f.v[A_conf], at(A_conf)));
+  if (f.has(A_max_split)) {
+    ValueId m = f.v[A_max_split];
+    // -1, or SIZE_MAX-like, means unlimited
+    if (g_.kind(m) == Kind::Int && !g_.is_unsigned(m) && g_.as_int(m) > 0 && g_.as_int(m) < (int64_t{1} << 62))
+      s.max_split_size = static_cast<uint64_t>(g_.as_int(m));
+    else if (g_.kind(m) != Kind::Int && g_.kind(m) != Kind::BigInt)
+      type_error(at(A_max_split)(), "int", m);
+  }
+  if (f.has(A_gc)) {
+    ValueId m = f.v[A_gc];
+    if (g_.kind(m) == Kind::Float) s.garbage_collection_threshold = g_.as_float(m);
+    else s.garbage_collection_threshold = double(int_of(m, at(A_gc)));
+  }
+  if (f.has(A_expandable)) s.expandable_segments = bool_of(f.v[A_expandable], at(A_expandable));
+  if (f.has(A_overflowed)) s.trace_alloc_overflowed = bool_of(f.v[A_overflowed], at(A_overflowed));
+  if (f.has(A_max_entries)) s.trace_alloc_max_entries = int_of(f.v[A_max_entries], at(A_max_entries));
+  if (f.has(A_roundup) && g_.kind(f.v[A_roundup]) == Kind::Dict) {
+    auto items = g_.items(f.v[A_roundup]);
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      if (g_.kind(items[i]) != Kind::Str || g_.kind(items[i + 1]) != Kind::Int) continue;
+      std::string key(g_.bytes(items[i]));
+      char* end = nullptr;
+      unsigned long long bucket = std::strtoull(key.c_str(), &end, 10);
+      if (end == key.c_str() || *end != '\0') continue;
+      s.roundup_power2_divisions.emplace_back(bucket, g_.as_uint(items[i + 1]));
+    }
+  }
+}
+
+void Builder::annotations(ValueId v) {
+  auto list = list_of(v, [] { return std::string("external_annotations"); });
+  spend(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (g_.kind(list[i]) != Kind::Dict) continue;  // free-form user data: take what fits
+    auto f = ann_.scan(g_, list[i]);
+    Annotation a;
+    if (f.has(N_device) && g_.kind(f.v[N_device]) == Kind::Int) a.device = static_cast<int>(g_.as_int(f.v[N_device]));
+    if (f.has(N_time_us) && g_.kind(f.v[N_time_us]) == Kind::Int) a.time_us = g_.as_int(f.v[N_time_us]);
+    if (f.has(N_name) && g_.kind(f.v[N_name]) == Kind::Str) a.name = snap_.strings.intern(g_.bytes(f.v[N_name]));
+    if (f.has(N_stage) && g_.kind(f.v[N_stage]) == Kind::Str) a.stage = snap_.strings.intern(g_.bytes(f.v[N_stage]));
+    snap_.annotations.push_back(a);
+  }
+}
+
+Snapshot Builder::run() {
+  ValueId root = g_.root();
+  ValueId segments{};
+  bool have_segments = false;
+  if (g_.kind(root) == Kind::List) {
+    snap_.form = Form::List;
+    segments = root;
+    have_segments = true;
+  } else if (g_.kind(root) == Kind::Dict) {
+    snap_.form = Form::Dict;
+    auto f = top_.scan(g_, root);
+    if (!f.has(T_segments)) {
+      std::string keys;
+      auto items = g_.items(root);
+      for (size_t i = 0; i + 1 < items.size() && i < 16; i += 2)
+        if (g_.kind(items[i]) == Kind::Str) keys += (keys.empty() ? "" : ", ") + std::string(g_.bytes(items[i]).substr(0, 40));
+      throw InputError("", "not a memory snapshot: the top-level dict has no 'segments' key" +
+                               (keys.empty() ? std::string() : " (its keys: " + keys + ")"));
+    }
+    segments = f.v[T_segments];
+    have_segments = true;
+    if (f.has(T_device_traces)) traces(f.v[T_device_traces]);
+    if (f.has(T_allocator_settings)) settings(f.v[T_allocator_settings]);
+    if (f.has(T_external_annotations)) annotations(f.v[T_external_annotations]);
+  } else {
+    throw InputError("", std::string("not a memory snapshot: the pickle holds a ") + pickle::kind_name(g_.kind(root)) +
+                             ", not a dict or a list of segments");
+  }
+  if (have_segments) {
+    auto segs = list_of(segments, [] { return std::string("segments"); });
+    spend(segs.size());
+    for (size_t i = 0; i < segs.size(); ++i) segment(segs[i], i);
+  }
+  for (auto& [name, count] : unknown_actions_)
+    snap_.warnings.push_back(std::to_string(count) + " trace entries with unknown action '" + name +
+                             "' were kept but not interpreted");
+  snap_.devices.reserve(devices_.size());
+  for (auto& [index, d] : devices_) snap_.devices.push_back(std::move(d));
+  for (std::string& w : validate(snap_)) snap_.warnings.push_back(std::move(w));
+  return std::move(snap_);
+}
+
+}  // namespace
+
+Snapshot build_snapshot(const pickle::ValueGraph& graph, const BuildOptions& options) {
+  Builder b(graph, options);
+  return b.run();
+}
+
+}  // namespace memsnap::snapshot

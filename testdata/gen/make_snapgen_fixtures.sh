@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Regenerates the small synthetic snapshots (+ .truth.json and MANIFEST.tsv) in testdata/snapgen/ with snapgen.py.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+SNAPGEN="${SNAPGEN:-$here/../../../shared/snapgen/snapgen.py}"
+PYTHON="${PYTHON:-python3}"
+out="$repo/testdata/snapgen"
+[ -f "$SNAPGEN" ] || { echo "snapgen.py not found: $SNAPGEN (set SNAPGEN=...)" >&2; exit 1; }
+command -v zstd >/dev/null || { echo "zstd command not found" >&2; exit 1; }
+export PYTHONHASHSEED=0
+
+rm -rf "$out"
+mkdir -p "$out"
+manifest="$out/MANIFEST.tsv"
+: >"$manifest"
+
+small=(--seed 1 --layers 2 --width 256 --batch 2 --seq 64)
+
+# gen NAME.EXT [snapgen args...]: writes $out/NAME.EXT and $out/NAME.truth.json.
+gen() {
+  local file="$1"; shift
+  "$PYTHON" "$SNAPGEN" "$@" -o "$out/$file" 2>/dev/null
+  if [[ "$file" == *.gz ]]; then
+    # gzip.open stores the current time in the header (bytes 4..7, not covered by the CRC): zero it.
+    printf '\0\0\0\0' | dd of="$out/$file" bs=1 seek=4 count=4 conv=notrunc status=none
+  fi
+  local base="${file%.gz}"; base="${base%.pickle}"
+  printf '%s\t%s\t%s\n' "$file" "$base.truth.json" "$*" >>"$manifest"
+}
+
+gen train.pickle            "${small[@]}" --scenario train --steps 5
+gen leak.pickle             "${small[@]}" --scenario leak --steps 12 --snapshot-at 4 --snapshot-at 10
+for s in 4 10; do
+  printf '%s\t%s\t%s\n' "leak.step$s.pickle" "leak.step$s.truth.json" \
+    "${small[*]} --scenario leak --steps 12 --snapshot-at 4 --snapshot-at 10 (snapshot after step $s)" >>"$manifest"
+done
+gen frag.pickle             --seed 1 --scenario frag --steps 30 --layers 4 --width 256 --batch 2 --seq 64
+gen frag_after_oom.pickle   --seed 1 --scenario frag --steps 30 --layers 4 --width 256 --batch 2 --seq 64 --free-after-oom
+gen capacity.pickle         "${small[@]}" --scenario capacity --steps 3 --capacity-gib 0.05
+gen legacy.pickle           "${small[@]}" --scenario train --steps 5 --legacy
+gen list.pickle             "${small[@]}" --scenario train --steps 5 --form list
+for p in 0 2 5; do
+  gen "proto$p.pickle"      "${small[@]}" --scenario train --steps 3 --protocol "$p"
+done
+gen devices2.pickle         "${small[@]}" --scenario train --steps 3 --devices 2
+gen streams2.pickle         "${small[@]}" --scenario train --steps 5 --streams 2
+gen expandable.pickle       "${small[@]}" --scenario train --steps 5 --expandable
+gen expandable_leak.pickle  "${small[@]}" --scenario leak --steps 12 --expandable
+gen cpp.pickle              "${small[@]}" --scenario train --steps 3 --cpp-frames --extra-frames 3
+gen ring.pickle             "${small[@]}" --scenario leak --steps 12 --max-entries 200
+gen train_gz.pickle.gz      "${small[@]}" --scenario train --steps 5
+gen train_zst.pickle        "${small[@]}" --scenario train --steps 5
+zstd -q -f --rm "$out/train_zst.pickle"
+sed -i 's/^train_zst\.pickle\t\(.*\)$/train_zst.pickle.zst\t\1 (then: zstd -q --rm)/' "$manifest"
+
+# Sanity: every manifest entry exists, truth beside it, sizes small.
+total=0
+while IFS=$'\t' read -r f t _; do
+  [ -f "$out/$f" ] && [ -f "$out/$t" ] || { echo "missing $f or $t" >&2; exit 1; }
+  sz=$(stat -c %s "$out/$f"); total=$((total + sz))
+  [ "$sz" -le 220000 ] || { echo "$f is too large: $sz bytes" >&2; exit 1; }
+done <"$manifest"
+[ "$total" -le 2200000 ] || { echo "fixtures too large in total: $total bytes" >&2; exit 1; }
+echo "wrote $(wc -l <"$manifest") snapshots ($total bytes) to $out"
