@@ -405,7 +405,11 @@ ValueId Unpickler::raw_unicode_escape(std::string_view s) {
 
 void Unpickler::refuse() {
   std::string what = opcode_name(opcode_);
-  if (opcode_ == op::GLOBAL || opcode_ == op::INST) {
+  if (opcode_ == op::STACK_GLOBAL && stack_.size() >= fence() + 2 && g_.kind(stack_.end()[-1]) == Kind::Str &&
+      g_.kind(stack_.end()[-2]) == Kind::Str) {
+    what += " " + std::string(g_.bytes(stack_.end()[-2]).substr(0, 60)) + "." +
+            std::string(g_.bytes(stack_.end()[-1]).substr(0, 60));
+  } else if (opcode_ == op::GLOBAL || opcode_ == op::INST) {
     // Show what it would have imported: two newline-terminated names.
     std::string name;
     for (int k = 0; k < 2; ++k) {
@@ -722,9 +726,36 @@ ValueGraph Unpickler::run(PickleInfo* info) {
   }
 }
 
+// Bytes a pickle can start with: PROTO, or an opcode that pushes a value (protocols 0 and 1).
+bool plausible_start(uint8_t c) {
+  static constexpr std::string_view kStarts = "(]})NILFSVJKMTUXGBCcP";
+  return c >= 0x80 || kStarts.find(char(c)) != std::string_view::npos;
+}
+
+std::string preview(std::span<const uint8_t> in) {
+  std::string s;
+  bool printable = true;
+  for (size_t i = 0; i < in.size() && i < 16; ++i) {
+    uint8_t c = in[i];
+    if (c == '\n' || c == '\r') break;
+    if (c < 0x20 || c >= 0x7f) printable = false;
+    s.push_back(char(c));
+  }
+  if (printable) return "'" + s + "'";
+  char buf[8];
+  std::string hex;
+  for (size_t i = 0; i < in.size() && i < 8; ++i) {
+    std::snprintf(buf, sizeof buf, "%s%02x", i ? " " : "", in[i]);
+    hex += buf;
+  }
+  return "bytes " + hex;
+}
+
 }  // namespace
 
 ValueGraph unpickle(std::span<const uint8_t> input, PickleInfo* info, const Limits& limits) {
+  if (!input.empty() && !plausible_start(input[0]))
+    throw_at_offset(0, "not a snapshot: the input is neither a pickle nor JSON (it starts with " + preview(input) + ")");
   Unpickler u(input, limits);
   return u.run(info);
 }

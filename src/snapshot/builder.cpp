@@ -480,8 +480,8 @@ Snapshot Builder::run() {
     if (f.has(T_allocator_settings)) settings(f.v[T_allocator_settings]);
     if (f.has(T_external_annotations)) annotations(f.v[T_external_annotations]);
   } else {
-    throw InputError("", std::string("not a memory snapshot: the pickle holds a ") + pickle::kind_name(g_.kind(root)) +
-                             ", not a dict or a list of segments");
+    throw InputError("", std::string("not a memory snapshot: the top-level object is of type ") +
+                             pickle::kind_name(g_.kind(root)) + ", not a dict or a list of segments");
   }
   if (have_segments) {
     auto segs = list_of(segments, [] { return std::string("segments"); });

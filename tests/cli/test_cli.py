@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+# CLI contract tests through the built binary: exit codes, one-line errors on stderr, results on stdout.
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MEMSNAP, TESTDATA = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def run(args, stdin=None):
+    p = subprocess.run([MEMSNAP] + args, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def check(name, cond, detail=""):
+    if not cond:
+        failures.append("%s: %s" % (name, detail))
+
+
+def expect_error(name, args, line, stdin=None):
+    rc, out, err = run(args, stdin)
+    check(name, rc == 2, "exit %d, want 2 (stderr %r)" % (rc, err))
+    check(name, out == "", "stdout should be empty, got %r" % out[:200])
+    check(name, err == "memsnap: " + line + "\n", "stderr %r, want %r" % (err, "memsnap: " + line + "\n"))
+
+
+snap = os.path.join(TESTDATA, "snapgen", "train.pickle")
+
+# --- usage -------------------------------------------------------------------------------------
+rc, out, err = run([])
+check("no command", rc == 2 and "required" in err.lower(), "%d %r" % (rc, err))
+rc, out, err = run(["--help"])
+check("--help", rc == 0 and "analyze" in out and "Exit status" in out, "%d %r" % (rc, out[:300]))
+rc, out, err = run(["analyze", "--help"])
+check("analyze --help", rc == 0 and "--format" in out and "FILE" in out, "%d %r" % (rc, out[:300]))
+rc, out, err = run(["--version"])
+check("--version", rc == 0 and out.startswith("memsnap "), "%d %r" % (rc, out))
+rc, out, err = run(["analyze", "--format", "xml", snap])
+check("bad --format", rc == 2 and out == "" and "--format" in err, "%d %r" % (rc, err))
+rc, out, err = run(["frobnicate"])
+check("unknown command", rc == 2, "%d %r" % (rc, err))
+
+# --- input errors: exactly one line, exit 2 ------------------------------------------------------
+expect_error("missing file", ["analyze", "/nonexistent/snap.pickle"],
+             "/nonexistent/snap.pickle: cannot open: No such file or directory")
+expect_error("directory", ["analyze", TESTDATA], TESTDATA + ": is a directory")
+with open(os.path.join(TESTDATA, "bad", "EXPECTED.tsv")) as f:
+    rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+check("bad inputs listed", len(rows) >= 15, str(len(rows)))
+for name, line in rows:
+    path = os.path.join(TESTDATA, "bad", name)
+    expect_error("bad/" + name, ["analyze", path], line.replace("{path}", path))
+
+# A truncated real snapshot: the error names the offset and the opcode.
+with open(snap, "rb") as f:
+    data = f.read()
+with tempfile.TemporaryDirectory() as tmp:
+    cut = os.path.join(tmp, "cut.pickle")
+    for n in (1, 2, 100, len(data) // 2, len(data) - 1):
+        with open(cut, "wb") as f:
+            f.write(data[:n])
+        rc, out, err = run(["analyze", cut])
+        check("truncated at %d" % n, rc == 2 and out == "" and err.startswith("memsnap: " + cut + ": offset ")
+              and err.count("\n") == 1 and "truncated" in err, "%d %r" % (rc, err))
+    # the same bytes through stdin name <stdin>
+    rc, out, err = run(["analyze", "-"], stdin=data[:100])
+    check("truncated stdin", rc == 2 and err.startswith("memsnap: <stdin>: offset "), "%d %r" % (rc, err))
+
+# --- success paths ----------------------------------------------------------------------------------
+rc, out, err = run(["analyze", snap])
+check("analyze text", rc == 0 and "reserved" in out and err == "", "%d %r" % (rc, err))
+check("analyze text fits 80 columns", max(len(l) for l in out.splitlines()) <= 80,
+      max(out.splitlines(), key=len))
+rc, out, err = run(["analyze", "--format", "json", snap])
+check("analyze json exit", rc == 0 and err == "", "%d %r" % (rc, err))
+first_json = out
+doc = json.loads(out)
+check("json schema_version", doc["schema_version"] == 1)
+check("json tool", doc["tool"]["name"] == "memsnap" and doc["tool"]["version"])
+for k in ("path", "bytes", "compression", "pickle_protocol", "form"):
+    check("json input." + k, k in doc["input"], str(doc["input"]))
+for k in ("reserved_bytes", "allocated_bytes", "active_bytes", "requested_bytes", "inactive_bytes", "segments",
+          "blocks", "largest_free_block_bytes"):
+    check("json totals." + k, k in doc["devices"][0]["totals"])
+for k in ("entries", "first_time_us", "last_time_us"):
+    check("json trace." + k, k in doc["devices"][0]["trace"])
+rc2, out2, _ = run(["analyze", "--format", "json", "-"], stdin=data)
+doc2 = json.loads(out2)
+check("stdin equals file", rc2 == 0 and doc2["devices"] == doc["devices"] and doc2["input"]["path"] == "-")
+rc, out, err = run(["analyze", "--format", "json", os.path.join(TESTDATA, "snapgen", "train_zst.pickle.zst")])
+check("zstd input", rc == 0 and json.loads(out)["input"]["compression"] == "zstd", err)
+rc, out3, err = run(["analyze", "--format", "json", snap])
+check("deterministic", out3 == first_json)
+
+for f in failures:
+    print("FAIL " + f)
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)

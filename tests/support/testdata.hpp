@@ -1,0 +1,45 @@
+// Paths and small readers shared by the unit tests.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace memsnap::test {
+
+inline std::filesystem::path testdata(const std::string& rel) { return std::filesystem::path(MEMSNAP_TESTDATA) / rel; }
+inline std::filesystem::path realdata() { return std::filesystem::path(MEMSNAP_REALDATA); }
+
+inline nlohmann::json read_json_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+inline std::vector<uint8_t> read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+/// (snapshot file, truth file, snapgen arguments) rows of testdata/snapgen/MANIFEST.tsv.
+struct ManifestRow {
+  std::string file, truth, args;
+};
+inline std::vector<ManifestRow> snapgen_manifest() {
+  std::vector<ManifestRow> rows;
+  std::ifstream in(testdata("snapgen/MANIFEST.tsv"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    ManifestRow r;
+    size_t a = line.find('\t'), b = line.find('\t', a + 1);
+    r.file = line.substr(0, a);
+    r.truth = line.substr(a + 1, b - a - 1);
+    r.args = b == std::string::npos ? "" : line.substr(b + 1);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace memsnap::test

@@ -1,0 +1,40 @@
+// The real snapshots in ../shared/realdata (never copied here): all parse, and their blocks obey torch's invariants.
+#include <doctest/doctest.h>
+
+#include "memsnap/analysis/summary.hpp"
+#include "memsnap/snapshot/load.hpp"
+#include "support/testdata.hpp"
+
+using namespace memsnap;
+
+TEST_CASE("every real snapshot loads and its segments agree with their own stated totals") {
+  if (!std::filesystem::is_directory(test::realdata())) {
+    MESSAGE("SKIPPED: " << test::realdata() << " is absent");
+    return;
+  }
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::realdata())) {
+    auto ext = entry.path().extension();
+    if (ext != ".pickle" && ext != ".pkl" && ext != ".json") continue;
+    CAPTURE(entry.path().filename().string());
+    ++files;
+    auto l = snapshot::load_snapshot(entry.path().string());
+    CHECK(l.snapshot.warnings.empty());
+    for (const auto& d : l.snapshot.devices) {
+      for (const auto& seg : d.segments) {
+        uint64_t sum = 0, alloc = 0, active = 0;
+        for (const auto& b : d.blocks_of(seg)) {
+          sum += b.size;
+          if (b.state == snapshot::BlockState::ActiveAllocated) alloc += b.size;
+          if (b.is_active()) active += b.size;
+        }
+        CHECK(sum == seg.total_size);
+        if (seg.stated_allocated) CHECK(alloc == *seg.stated_allocated);
+        if (seg.stated_active) CHECK(active == *seg.stated_active);
+      }
+      auto t = analysis::summarize(d);
+      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.inactive_bytes == t.reserved_bytes);
+    }
+  }
+  CHECK(files >= 30);
+}

@@ -1,0 +1,95 @@
+// Every committed snapgen fixture: memsnap's totals equal the simulator's truth exactly.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "memsnap/analysis/summary.hpp"
+#include "memsnap/snapshot/load.hpp"
+#include "support/testdata.hpp"
+
+using namespace memsnap;
+
+TEST_CASE("totals equal snapgen truth for every fixture, form and compression") {
+  auto rows = test::snapgen_manifest();
+  REQUIRE(rows.size() >= 20);
+  for (const auto& row : rows) {
+    CAPTURE(row.file);
+    auto loaded = snapshot::load_snapshot(test::testdata("snapgen/" + row.file).string());
+    auto truth = test::read_json_file(test::testdata("snapgen/" + row.truth));
+    auto totals = analysis::summarize(loaded.snapshot);
+    const auto& per_device = truth["per_device"];
+    REQUIRE(totals.size() == per_device.size());
+    for (size_t i = 0; i < totals.size(); ++i) {
+      const auto& t = totals[i];
+      const auto& want = per_device[i];
+      CAPTURE(t.device);
+      CHECK(t.device == int(i));
+      CHECK(t.reserved_bytes == want["reserved"].get<uint64_t>());
+      CHECK(t.allocated_bytes == want["allocated"].get<uint64_t>());
+      CHECK(t.active_bytes == want["active"].get<uint64_t>());
+      CHECK(t.requested_bytes == want["requested"].get<uint64_t>());
+      CHECK(t.inactive_bytes == want["inactive"].get<uint64_t>());
+      CHECK(t.segments == want["segments"].get<uint64_t>());
+      CHECK(t.largest_free_block_bytes == want["largest_free_block"].get<uint64_t>());
+      // The accounting identity holds exactly.
+      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.inactive_bytes == t.reserved_bytes);
+      CHECK(t.active_bytes - t.allocated_bytes == t.pending_free_bytes);
+      if (loaded.snapshot.form == snapshot::Form::Dict && want.contains("trace_entries"))
+        CHECK(t.trace.entries == want["trace_entries"].get<uint64_t>());
+    }
+    CHECK(loaded.snapshot.warnings.empty());
+  }
+}
+
+TEST_CASE("input description: compression, protocol, form") {
+  struct Case {
+    const char* file;
+    io::Compression compression;
+    int protocol;
+    snapshot::Form form;
+    bool legacy;
+  } cases[] = {
+      {"train.pickle", io::Compression::None, 4, snapshot::Form::Dict, false},
+      {"train_gz.pickle.gz", io::Compression::Gzip, 4, snapshot::Form::Dict, false},
+      {"train_zst.pickle.zst", io::Compression::Zstd, 4, snapshot::Form::Dict, false},
+      {"proto0.pickle", io::Compression::None, 0, snapshot::Form::Dict, false},
+      {"proto2.pickle", io::Compression::None, 2, snapshot::Form::Dict, false},
+      {"proto5.pickle", io::Compression::None, 5, snapshot::Form::Dict, false},
+      {"list.pickle", io::Compression::None, 4, snapshot::Form::List, false},
+      {"legacy.pickle", io::Compression::None, 4, snapshot::Form::Dict, true},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.file);
+    auto l = snapshot::load_snapshot(test::testdata(std::string("snapgen/") + c.file).string());
+    CHECK(l.input.compression == c.compression);
+    CHECK(l.input.pickle_protocol == c.protocol);
+    CHECK(l.snapshot.form == c.form);
+    CHECK(l.snapshot.legacy_history == c.legacy);
+    CHECK(l.input.bytes == std::filesystem::file_size(test::testdata(std::string("snapgen/") + c.file)));
+  }
+}
+
+TEST_CASE("stacks are interned: blocks and events share stack ids, frames resolve to the script") {
+  auto l = snapshot::load_snapshot(test::testdata("snapgen/leak.pickle").string());
+  auto truth = test::read_json_file(test::testdata("snapgen/leak.truth.json"));
+  const auto& s = l.snapshot;
+  REQUIRE(s.devices.size() == 1);
+  // Each distinct (file, line, function) appears once in the frame table.
+  std::set<std::string> seen;
+  for (uint32_t i = 0; i < s.frames.size(); ++i) {
+    const auto& f = s.frames[snapshot::FrameId{i}];
+    CHECK(seen.insert(std::string(s.strings[f.filename]) + ":" + std::to_string(f.line) + ":" +
+                      std::string(s.strings[f.name])).second);
+  }
+  // Stacks are far fewer than the events that refer to them (memo identity makes this cheap).
+  CHECK(s.stacks.size() < s.devices[0].trace.size() / 10);
+  // The leak site's frame is present, innermost in the stacks of the leaked blocks.
+  std::string site = truth["leak"]["site"];
+  size_t leaked = 0;
+  for (const auto& b : s.devices[0].blocks) {
+    if (b.state != snapshot::BlockState::ActiveAllocated || b.stack.v == 0) continue;
+    auto frames = s.stacks[b.stack];
+    if (s.frame_text(frames[0]) == site) ++leaked;
+  }
+  CHECK(leaked == truth["steps"].get<size_t>());
+}
