@@ -113,32 +113,56 @@ namespace {
 constexpr uint32_t kUnset = 0xFFFFFFFFu;
 constexpr size_t kMaxDecimalDigits = 4300;  // CPython's int() limit for decimal strings
 
+// The value stack: hot operations inline to a compare and a store.
+class ValueStack {
+ public:
+  explicit ValueStack(uint64_t limit) : limit_(limit) { buf_.reserve(1024); }
+  size_t size() const { return buf_.size(); }
+  /// Returns false when the stack would exceed its limit.
+  bool push_back(ValueId v) {
+    if (buf_.size() == buf_.capacity() && buf_.capacity() >= limit_) [[unlikely]]
+      return false;
+    buf_.push_back(v);
+    return true;
+  }
+  void pop_back() { buf_.truncate(buf_.size() - 1); }
+  ValueId& back() { return buf_[buf_.size() - 1]; }
+  void resize(size_t m) { buf_.truncate(m); }  // only ever shrinks
+  const ValueId* data() const { return buf_.data(); }
+  const ValueId* end() const { return buf_.data() + buf_.size(); }
+  ValueId operator[](size_t i) const { return buf_[i]; }
+
+ private:
+  PodBuffer<ValueId> buf_;
+  uint64_t limit_;
+};
+
 class Unpickler {
  public:
   Unpickler(std::span<const uint8_t> in, const Limits& limits)
-      : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), limits_(limits), g_(in) {
-    stack_.reserve(1024);
+      : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), limits_(limits), g_(in),
+        stack_(limits.max_stack) {
   }
 
   ValueGraph run(PickleInfo* info);
 
  private:
   // ---- errors -------------------------------------------------------------
-  [[noreturn]] void fail(const std::string& msg) const { throw_at_offset(uint64_t(op_at_ - begin_), msg); }
-  [[noreturn]] void truncated(uint64_t need) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const std::string& msg) const { throw_at_offset(uint64_t(op_at_ - begin_), msg); }
+  [[noreturn, gnu::cold, gnu::noinline]] void truncated(uint64_t need) const {
     fail(std::string("truncated ") + opcode_name(opcode_) + " (needs " + std::to_string(need) + " bytes, " +
          std::to_string(uint64_t(end_ - p_)) + " left)");
   }
-  [[noreturn]] void underflow() const {
+  [[noreturn, gnu::cold, gnu::noinline]] void underflow() const {
     fail(std::string(opcode_name(opcode_)) + ": stack underflow (not enough values above the last MARK)");
   }
 
   // ---- reading ------------------------------------------------------------
-  void need(uint64_t n) const {
+  [[gnu::always_inline]] inline void need(uint64_t n) const {
     if (uint64_t(end_ - p_) < n) truncated(n);
   }
   template <class T>
-  T read_le() {
+  [[gnu::always_inline]] inline T read_le() {
     need(sizeof(T));
     T v;
     std::memcpy(&v, p_, sizeof(T));  // all supported hosts are little-endian
@@ -156,18 +180,23 @@ class Unpickler {
   uint64_t offset(const uint8_t* p) const { return uint64_t(p - begin_); }
 
   // ---- stack --------------------------------------------------------------
-  size_t fence() const { return marks_.empty() ? 0 : marks_.back(); }
-  void push(ValueId v) {
-    if (stack_.size() >= limits_.max_stack) fail("value stack exceeds its limit");
-    stack_.push_back(v);
+  [[gnu::always_inline]] inline size_t fence() const { return fence_; }
+  [[gnu::always_inline]] inline void push(ValueId v) {
+    if (!stack_.push_back(v)) [[unlikely]]
+      fail("value stack exceeds its limit");
   }
-  ValueId pop() {
+  void push_mark() {
+    if (marks_.size() >= limits_.max_marks) fail("MARK nesting deeper than " + std::to_string(limits_.max_marks));
+    marks_.push_back(stack_.size());
+    fence_ = stack_.size();
+  }
+  [[gnu::always_inline]] inline ValueId pop() {
     if (stack_.size() <= fence()) underflow();
     ValueId v = stack_.back();
     stack_.pop_back();
     return v;
   }
-  ValueId& top() {
+  [[gnu::always_inline]] inline ValueId& top() {
     if (stack_.size() <= fence()) underflow();
     return stack_.back();
   }
@@ -176,6 +205,7 @@ class Unpickler {
     if (marks_.empty()) fail(std::string(opcode_name(opcode_)) + " without a preceding MARK");
     size_t m = marks_.back();
     marks_.pop_back();
+    fence_ = marks_.empty() ? 0 : marks_.back();
     return m;
   }
   std::span<const ValueId> above(size_t m) const { return {stack_.data() + m, stack_.size() - m}; }
@@ -197,7 +227,12 @@ class Unpickler {
     }
     if (sparse_.insert_or_assign(idx, v).second) ++memo_count_;
   }
-  ValueId memo_get(uint64_t idx) const {
+  [[gnu::always_inline]] inline ValueId memo_get(uint64_t idx) const {
+    if (idx < memo_.size() && memo_[idx] != kUnset) [[likely]]
+      return ValueId{memo_[idx]};
+    return memo_get_slow(idx);
+  }
+  [[gnu::noinline]] ValueId memo_get_slow(uint64_t idx) const {
     if (idx < memo_.size()) {
       if (memo_[idx] != kUnset) return ValueId{memo_[idx]};
     } else if (auto it = sparse_.find(idx); it != sparse_.end()) {
@@ -222,8 +257,9 @@ class Unpickler {
   uint8_t opcode_ = 0;
   Limits limits_;
   ValueGraph g_;
-  std::vector<ValueId> stack_;
+  ValueStack stack_;
   std::vector<size_t> marks_;
+  size_t fence_ = 0;  // where the items above the last MARK start
   std::vector<uint32_t> memo_;
   std::unordered_map<uint64_t, ValueId> sparse_;
   uint64_t memo_count_ = 0;
@@ -463,17 +499,13 @@ ValueGraph Unpickler::run(PickleInfo* info) {
         }
         return std::move(g_);
       }
-      case op::MARK:
-        if (marks_.size() >= limits_.max_marks)
-          fail("MARK nesting deeper than " + std::to_string(limits_.max_marks));
-        marks_.push_back(stack_.size());
-        break;
+      case op::MARK: push_mark(); break;
       case op::POP:
         // [..., x] -> [...]; with nothing above the fence, CPython drops the mark.
         if (stack_.size() > fence()) {
           stack_.pop_back();
         } else if (!marks_.empty()) {
-          marks_.pop_back();
+          pop_mark();
         } else {
           underflow();
         }
@@ -647,6 +679,7 @@ ValueGraph Unpickler::run(PickleInfo* info) {
         size_t m = pop_mark();
         ValueId target = container_below(m, Kind::List, "list");
         g_.append(target, above(m));
+        g_.share_if_seen(target);
         stack_.resize(m);
         break;
       }

@@ -42,17 +42,10 @@ ValueGraph::ValueGraph(std::span<const uint8_t> input) : input_(input) {
   nodes_.push_back(Value{Kind::None});
   nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 0});
   nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 1});
+  for (int64_t i = 0; i < kSmallInts; ++i) nodes_.push_back(Value{Kind::Int, 0, 0, 0, static_cast<uint64_t>(i)});
 }
 
-ValueId ValueGraph::push(const Value& v) {
-  if (nodes_.size() >= kMaxItems) throw InputError("", "input describes more than 2^32 objects");
-  nodes_.push_back(v);
-  return ValueId{static_cast<uint32_t>(nodes_.size() - 1)};
-}
-
-ValueId ValueGraph::make_int(int64_t v) {
-  return push(Value{Kind::Int, 0, 0, 0, static_cast<uint64_t>(v)});
-}
+void ValueGraph::too_many() { throw InputError("", "input describes more than 2^32 objects"); }
 
 ValueId ValueGraph::make_uint(uint64_t v) {
   uint8_t f = v > uint64_t(std::numeric_limits<int64_t>::max()) ? Value::kUnsigned : 0;
@@ -129,8 +122,10 @@ ValueId ValueGraph::make_container(Kind k) {
 ValueId ValueGraph::make_container(Kind k, std::span<const ValueId> items) {
   if (items_.size() + items.size() > kMaxItems) throw InputError("", "input describes more than 2^32 items");
   Value v{k, Value::kFrozen, 0, static_cast<uint32_t>(items.size()), 0};
-  set_range(v, items_.size(), items.size());
-  items_.insert(items_.end(), items.begin(), items.end());
+  size_t start = items_.size();
+  set_range(v, start, items.size());
+  items_.resize_uninitialized(start + items.size());
+  if (!items.empty()) std::memcpy(items_.data() + start, items.data(), items.size() * sizeof(ValueId));
   return push(v);
 }
 
@@ -143,27 +138,66 @@ void ValueGraph::append(ValueId c, std::span<const ValueId> add) {
   bool frozen = v.flags & Value::kFrozen;
   if (!frozen && start + cap == items_.size()) {
     // The range ends the array: grow it in place.
-    items_.resize(start + n);
-    items_.insert(items_.end(), add.begin(), add.end());
+    items_.resize_uninitialized(start + n + k);
+    std::memcpy(items_.data() + start + n, add.data(), k * sizeof(ValueId));
     set_range(v, start, n + k);
   } else if (!frozen && n + k <= cap) {
-    std::copy(add.begin(), add.end(), items_.begin() + static_cast<ptrdiff_t>(start + n));
+    std::memcpy(items_.data() + start + n, add.data(), k * sizeof(ValueId));
   } else {
     // Move to the end with room to double, so a container that keeps receiving
     // batches between other objects is copied O(log n) times.
     uint64_t ncap = std::max<uint64_t>(8, 2 * (n + k));
     uint64_t nstart = items_.size();
-    items_.resize(nstart + ncap);
-    std::copy_n(items_.begin() + static_cast<ptrdiff_t>(start), n, items_.begin() + static_cast<ptrdiff_t>(nstart));
-    std::copy(add.begin(), add.end(), items_.begin() + static_cast<ptrdiff_t>(nstart + n));
+    items_.resize_uninitialized(nstart + ncap);
+    std::memcpy(items_.data() + nstart, items_.data() + start, n * sizeof(ValueId));
+    std::memcpy(items_.data() + nstart + n, add.data(), k * sizeof(ValueId));
     set_range(v, nstart, ncap);
     v.flags &= static_cast<uint8_t>(~Value::kFrozen);
   }
   v.n = static_cast<uint32_t>(n + k);
 }
 
+void ValueGraph::share_if_seen(ValueId c) {
+  Value& v = nodes_[c.v];
+  constexpr uint32_t kMaxShared = 4096;
+  if (v.n == 0 || v.n > kMaxShared || (v.flags & Value::kFrozen)) return;
+  uint64_t start = start_of(v);
+  if (start + v.n != items_.size()) return;
+  const ValueId* p = items_.data() + start;
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ v.n;
+  for (uint32_t i = 0; i < v.n; ++i) h = (h ^ p[i].v) * 0x100000001B3ull;
+  h ^= h >> 29;
+  if (h == 0) h = 1;  // 0 marks an empty slot
+  if (seen_used_ * 2 >= seen_.size()) {  // grow and rehash
+    std::vector<SeenRange> old(std::max<size_t>(1024, seen_.size() * 2), SeenRange{0, 0, 0});
+    old.swap(seen_);
+    for (const SeenRange& r : old) {
+      if (r.hash == 0) continue;
+      size_t i = r.hash & (seen_.size() - 1);
+      while (seen_[i].hash != 0) i = (i + 1) & (seen_.size() - 1);
+      seen_[i] = r;
+    }
+  }
+  size_t mask = seen_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    SeenRange& r = seen_[i];
+    if (r.hash == 0) {
+      r = SeenRange{h, static_cast<uint32_t>(start), v.n};
+      ++seen_used_;
+      return;
+    }
+    if (r.hash == h && r.n == v.n && std::memcmp(p, items_.data() + r.start, v.n * sizeof(ValueId)) == 0) {
+      set_range(v, r.start, v.n);
+      v.flags |= Value::kFrozen;
+      items_.truncate(start);
+      return;
+    }
+  }
+}
+
 size_t ValueGraph::memory_bytes() const {
-  return nodes_.capacity() * sizeof(Value) + items_.capacity() * sizeof(ValueId) + side_.capacity();
+  return nodes_.capacity() * sizeof(Value) + items_.capacity() * sizeof(ValueId) + side_.capacity() +
+         seen_.capacity() * sizeof(SeenRange);
 }
 
 // ---- dump -------------------------------------------------------------------

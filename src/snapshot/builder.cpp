@@ -190,17 +190,10 @@ class Builder {
   Schema<A_N> settings_;
   Schema<N_N> ann_;
 
-  // Stacks: a frames list is first looked up by the node ids it holds (genuine
-  // files share each frame dict by identity), then by frame content.
-  struct Seq {
-    uint32_t start, len;
-    StackId stack;
-  };
-  std::vector<uint32_t> seq_store_;
-  std::vector<Seq> seqs_;
-  std::unordered_multimap<uint64_t, uint32_t> seq_index_;
+  // Stacks: a frames list is looked up by its item range (shared by identical
+  // lists), frames by node (genuine files share each frame dict), both then by content.
+  std::unordered_map<uint64_t, StackId> stack_of_range_;
   std::unordered_map<uint32_t, FrameId> frame_of_node_;
-  std::unordered_map<uint32_t, StackId> big_list_;  // long lists, by node, so sharing stays cheap
   std::vector<FrameId> tmp_frames_;
   std::unordered_map<uint32_t, uint8_t> state_cache_;
   std::unordered_map<uint32_t, uint8_t> action_cache_;
@@ -232,31 +225,16 @@ template <class W>
 StackId Builder::stack_of(ValueId list, const W& where) {
   auto items = list_of(list, where);
   if (items.empty()) return StackId{0};
-  constexpr size_t kBig = 512;
-  if (items.size() > kBig) {
-    if (auto it = big_list_.find(list.v); it != big_list_.end()) return it->second;
-  }
+  // The unpickler merges lists with identical items into one range, so the range
+  // identifies the traceback: one lookup per reference, frames resolved once.
+  auto [it, inserted] = stack_of_range_.try_emplace(g_.range_key(list), StackId{0});
+  if (!inserted) return it->second;
   spend(items.size());
-  uint64_t h = items.size();
-  for (ValueId v : items) h = (h ^ v.v) * 0x100000001B3ull + (h >> 29);
-  auto [lo, hi] = seq_index_.equal_range(h);
-  for (auto it = lo; it != hi; ++it) {
-    const Seq& s = seqs_[it->second];
-    if (s.len == items.size() &&
-        std::equal(items.begin(), items.end(), seq_store_.begin() + s.start,
-                   [](ValueId a, uint32_t b) { return a.v == b; }))
-      return s.stack;
-  }
   tmp_frames_.clear();
   for (size_t i = 0; i < items.size(); ++i)
     tmp_frames_.push_back(frame_of(items[i], [&] { return where() + "[" + std::to_string(i) + "]"; }));
-  StackId id = snap_.stacks.intern(tmp_frames_);
-  Seq s{static_cast<uint32_t>(seq_store_.size()), static_cast<uint32_t>(items.size()), id};
-  for (ValueId v : items) seq_store_.push_back(v.v);
-  seq_index_.emplace(h, static_cast<uint32_t>(seqs_.size()));
-  seqs_.push_back(s);
-  if (items.size() > kBig) big_list_.emplace(list.v, id);
-  return id;
+  it->second = snap_.stacks.intern(tmp_frames_);
+  return it->second;
 }
 
 template <class W>

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "memsnap/pickle/pod_buffer.hpp"
+
 namespace memsnap::pickle {
 
 enum class Kind : uint8_t {
@@ -18,7 +20,7 @@ const char* kind_name(Kind k);
 
 /// Index of a node in a ValueGraph. Shared objects (memo references) are the same id.
 struct ValueId {
-  uint32_t v = 0;
+  uint32_t v;  // no initializer: keeps the type trivial, so item arrays copy with memmove
   friend bool operator==(ValueId a, ValueId b) { return a.v == b.v; }
 };
 
@@ -65,7 +67,10 @@ class ValueGraph {
   // ---- building -------------------------------------------------------------
   ValueId make_none() const { return ValueId{0}; }
   ValueId make_bool(bool b) const { return ValueId{b ? 2u : 1u}; }
-  ValueId make_int(int64_t v);
+  ValueId make_int(int64_t v) {
+    if (v >= 0 && v < kSmallInts) return ValueId{kFirstSmallInt + static_cast<uint32_t>(v)};
+    return push(Value{Kind::Int, 0, 0, 0, static_cast<uint64_t>(v)});
+  }
   ValueId make_uint(uint64_t v);
   /// Two's-complement little-endian integer of any length at input offset `off`
   /// (or in the side buffer when `side`); normalised to Int when it fits 64 bits.
@@ -77,16 +82,37 @@ class ValueGraph {
   ValueId make_container(Kind k, std::span<const ValueId> items);   // final
   /// Appends items to a List/Dict/Set in amortised O(1) per item.
   void append(ValueId container, std::span<const ValueId> items);
+  /// Called when a list has received a batch: if its items end the item array and
+  /// the same item sequence was seen before, the list shares that range and the
+  /// space is given back. Real snapshots repeat each traceback thousands of times.
+  void share_if_seen(ValueId list);
+  /// Identity of a container's item range: equal for lists that share_if_seen merged.
+  uint64_t range_key(ValueId id) const { return (nodes_[id.v].x & 0xFFFFFFFFu) | (uint64_t(nodes_[id.v].n) << 32); }
   void set_root(ValueId id) { root_ = id; }
   /// Bytes of memory the graph holds (for diagnostics and benchmarks).
   size_t memory_bytes() const;
 
  private:
-  ValueId push(const Value& v);
+  static constexpr uint32_t kFirstSmallInt = 3;  // after None, False, True
+  static constexpr int64_t kSmallInts = 256;
+  ValueId push(const Value& v) {
+    if (nodes_.size() >= kMaxNodes) too_many();
+    nodes_.push_back(v);
+    return ValueId{static_cast<uint32_t>(nodes_.size() - 1)};
+  }
+  [[noreturn, gnu::cold]] static void too_many();
+  static constexpr size_t kMaxNodes = 0xFFFFFFF0u;
+
+  struct SeenRange {
+    uint64_t hash;
+    uint32_t start, n;
+  };
+  std::vector<SeenRange> seen_;  // open addressing, power-of-two size
+  size_t seen_used_ = 0;
 
   std::span<const uint8_t> input_;
-  std::vector<Value> nodes_;
-  std::vector<ValueId> items_;
+  PodBuffer<Value> nodes_;
+  PodBuffer<ValueId> items_;
   std::string side_;
   ValueId root_{0};
 };
