@@ -1,0 +1,54 @@
+// The site definition: innermost user frame, noise filter, fallbacks.
+#include <doctest/doctest.h>
+
+#include "memsnap/analysis/sites.hpp"
+#include "memsnap/snapshot/load.hpp"
+#include "support/testdata.hpp"
+
+using namespace memsnap;
+using analysis::FrameKind;
+
+TEST_CASE("frame classification") {
+  CHECK(analysis::classify_frame("/workspace/train.py") == FrameKind::User);
+  CHECK(analysis::classify_frame("/opt/conda/lib/python3.11/site-packages/torch/nn/modules/linear.py") ==
+        FrameKind::Torch);
+  CHECK(analysis::classify_frame("/home/u/.conda/envs/x/lib/python3.9/runpy.py") == FrameKind::PythonRuntime);
+  CHECK(analysis::classify_frame("<frozen runpy>") == FrameKind::PythonRuntime);
+  CHECK(analysis::classify_frame("<ipython-input-3-abc>") == FrameKind::User);
+  CHECK(analysis::classify_frame("/usr/lib/python3/dist-packages/transformers/models/llama.py") == FrameKind::User);
+  CHECK(analysis::classify_frame("??") == FrameKind::Native);
+  CHECK(analysis::classify_frame("") == FrameKind::Native);
+  CHECK(analysis::classify_frame("/usr/local/src/conda/python-3.11.7/Python/ceval.c") == FrameKind::Native);
+  CHECK(analysis::is_noise_frame("/usr/local/src/conda/python-3.11.7/Python/ceval.c", "_PyEval_EvalFrameDefault"));
+  CHECK(analysis::is_noise_frame("RegisterBackendSelect.cpp", "at::_ops::empty::redispatch"));
+  CHECK_FALSE(analysis::is_noise_frame("??", "at::native::empty_cuda(...)"));
+}
+
+TEST_CASE("the leak fixture's leaked blocks are named by the truth's site") {
+  auto l = snapshot::load_snapshot(test::testdata("snapgen/leak.pickle").string());
+  auto truth = test::read_json_file(test::testdata("snapgen/leak.truth.json"));
+  analysis::Sites sites(l.snapshot);
+  std::string want = truth["leak"]["site"];
+  size_t found = 0;
+  for (const auto& b : l.snapshot.devices[0].blocks)
+    if (b.state == snapshot::BlockState::ActiveAllocated && sites.site(b.stack) == want) ++found;
+  CHECK(found == truth["steps"].get<size_t>());
+}
+
+TEST_CASE("C++ frames and torch frames are skipped for the site but kept (filtered) in the stack") {
+  auto l = snapshot::load_snapshot(test::testdata("snapgen/cpp.pickle").string());
+  analysis::Sites sites(l.snapshot);
+  size_t checked = 0;
+  for (const auto& b : l.snapshot.devices[0].blocks) {
+    if (b.stack.v == 0) continue;
+    const std::string& site = sites.site(b.stack);
+    CHECK(site.rfind("train.py:", 0) == 0);  // the simulated user script
+    const auto& st = sites.stack(b.stack);
+    REQUIRE_FALSE(st.empty());
+    for (const auto& f : st) CHECK(f.find("_PyEval_EvalFrameDefault") == std::string::npos);
+    CHECK(st.front().find("DeviceCachingAllocator::malloc") != std::string::npos);  // innermost first
+    ++checked;
+  }
+  CHECK(checked > 0);
+  CHECK(sites.site(snapshot::StackId{0}) == analysis::Sites::kNoStack);
+}
