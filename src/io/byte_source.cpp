@@ -57,6 +57,10 @@ std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit) {
   std::vector<uint8_t> out;
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) throw InputError("", "cannot initialise zlib");
+  struct End {
+    z_stream* z;
+    ~End() { inflateEnd(z); }
+  } end_on_exit{&zs};
   size_t used = 0;
   size_t consumed = 0;
   out.resize(std::min<uint64_t>(limit, std::max<size_t>(in.size() * 4, 1 << 16)));
@@ -76,19 +80,11 @@ std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit) {
       inflateReset(&zs);  // concatenated gzip members
       continue;
     }
-    if (rc == Z_BUF_ERROR && consumed == in.size() && zs.avail_out != 0) {
-      uint64_t off = consumed;
-      inflateEnd(&zs);
-      throw_at_offset(off, "truncated gzip stream");
-    }
-    if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      std::string msg = zs.msg ? zs.msg : "error " + std::to_string(rc);
-      uint64_t off = consumed;
-      inflateEnd(&zs);
-      throw_at_offset(off, "corrupt gzip data: " + msg);
-    }
+    if (rc == Z_BUF_ERROR && consumed == in.size() && zs.avail_out != 0)
+      throw_at_offset(consumed, "truncated gzip stream");
+    if (rc != Z_OK && rc != Z_BUF_ERROR)
+      throw_at_offset(consumed, "corrupt gzip data: " + std::string(zs.msg ? zs.msg : "error " + std::to_string(rc)));
   }
-  inflateEnd(&zs);
   out.resize(used);
   out.shrink_to_fit();
   return out;

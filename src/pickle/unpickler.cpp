@@ -116,12 +116,14 @@ constexpr size_t kMaxDecimalDigits = 4300;  // CPython's int() limit for decimal
 // The value stack: hot operations inline to a compare and a store.
 class ValueStack {
  public:
-  explicit ValueStack(uint64_t limit) : limit_(limit) { buf_.reserve(1024); }
+  explicit ValueStack(uint64_t limit) : limit_(limit) { buf_.reserve(std::min<uint64_t>(1024, limit)); }
   size_t size() const { return buf_.size(); }
   /// Returns false when the stack would exceed its limit.
   bool push_back(ValueId v) {
-    if (buf_.size() == buf_.capacity() && buf_.capacity() >= limit_) [[unlikely]]
-      return false;
+    if (buf_.size() == buf_.capacity()) [[unlikely]] {
+      if (buf_.capacity() >= limit_) return false;
+      buf_.reserve(std::min<uint64_t>(limit_, buf_.capacity() * 2));
+    }
     buf_.push_back(v);
     return true;
   }
@@ -213,7 +215,7 @@ class Unpickler {
   // ---- memo ---------------------------------------------------------------
   void memo_put(uint64_t idx, ValueId v) {
     if (idx < memo_.size()) {
-      if (memo_[idx] == kUnset) ++memo_count_;
+      if (memo_[idx] == kUnset && !sparse_.erase(idx)) ++memo_count_;
       memo_[idx] = v.v;
       return;
     }
@@ -233,11 +235,8 @@ class Unpickler {
     return memo_get_slow(idx);
   }
   [[gnu::noinline]] ValueId memo_get_slow(uint64_t idx) const {
-    if (idx < memo_.size()) {
-      if (memo_[idx] != kUnset) return ValueId{memo_[idx]};
-    } else if (auto it = sparse_.find(idx); it != sparse_.end()) {
-      return it->second;
-    }
+    if (idx < memo_.size() && memo_[idx] != kUnset) return ValueId{memo_[idx]};
+    if (auto it = sparse_.find(idx); it != sparse_.end()) return it->second;
     fail(std::string(opcode_name(opcode_)) + ": memo key " + std::to_string(idx) + " was never stored");
   }
 
@@ -560,6 +559,7 @@ ValueGraph Unpickler::run(PickleInfo* info) {
         std::string_view s = read_line();
         while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
         while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+        if (s.size() > 1 && s.front() == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);  // float("+1.5")
         double d = 0;
         auto r = std::from_chars(s.data(), s.data() + s.size(), d);
         if (r.ec != std::errc() || r.ptr != s.data() + s.size()) fail("FLOAT: invalid literal");

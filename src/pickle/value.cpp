@@ -186,7 +186,10 @@ void ValueGraph::share_if_seen(ValueId c) {
       ++seen_used_;
       return;
     }
-    if (r.hash == h && r.n == v.n && std::memcmp(p, items_.data() + r.start, v.n * sizeof(ValueId)) == 0) {
+    if (r.hash == h && r.n == v.n && r.start == start) return;  // this very range, seen before
+    // Only a range wholly below this one can be shared: this one is given back.
+    if (r.hash == h && r.n == v.n && r.start + r.n <= start &&
+        std::memcmp(p, items_.data() + r.start, v.n * sizeof(ValueId)) == 0) {
       set_range(v, r.start, v.n);
       v.flags |= Value::kFrozen;
       items_.truncate(start);
@@ -245,7 +248,7 @@ std::string big_hex(std::string_view le) {
 }
 
 void dump_into(const ValueGraph& g, ValueId id, std::string& out, int depth) {
-  if (depth > 200) {
+  if (depth > 200 || out.size() > (size_t{1} << 24)) {
     out += "...";
     return;
   }

@@ -20,7 +20,7 @@ TEST_CASE("frame classification") {
   CHECK(analysis::classify_frame("") == FrameKind::Native);
   CHECK(analysis::classify_frame("/usr/local/src/conda/python-3.11.7/Python/ceval.c") == FrameKind::Native);
   CHECK(analysis::is_noise_frame("/usr/local/src/conda/python-3.11.7/Python/ceval.c", "_PyEval_EvalFrameDefault"));
-  CHECK(analysis::is_noise_frame("RegisterBackendSelect.cpp", "at::_ops::empty::redispatch"));
+  CHECK(analysis::is_noise_frame("build/aten/src/ATen/RegisterBackendSelect.cpp", "at::_ops::empty::redispatch"));
   CHECK_FALSE(analysis::is_noise_frame("??", "at::native::empty_cuda(...)"));
 }
 

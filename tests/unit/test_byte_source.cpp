@@ -1,0 +1,271 @@
+// ByteSource: plain, gzip and zstd input; truncation, corruption and size limits; encoding detection.
+#include <doctest/doctest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "memsnap/error.hpp"
+#include "memsnap/io/byte_source.hpp"
+#include "memsnap/pickle/unpickler.hpp"
+#include "support/testdata.hpp"
+
+using memsnap::InputError;
+using namespace memsnap::io;
+
+namespace {
+
+// A pickle of a few thousand integers: compresses well, decompresses to well over 1000 bytes.
+std::vector<uint8_t> sample_pickle() {
+  std::vector<uint8_t> p = {0x80, 0x04, ']', '('};
+  for (int i = 0; i < 3000; ++i) {
+    p.push_back('M');  // BININT2
+    p.push_back(uint8_t(i));
+    p.push_back(uint8_t(i >> 8));
+  }
+  p.push_back('e');
+  p.push_back('.');
+  return p;
+}
+
+std::vector<uint8_t> gzip(const std::vector<uint8_t>& in) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::vector<uint8_t> out(deflateBound(&zs, uLong(in.size())) + 64);
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = uInt(in.size());
+  zs.next_out = out.data();
+  zs.avail_out = uInt(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  REQUIRE(rc == Z_STREAM_END);
+  return out;
+}
+
+std::vector<uint8_t> zstd(const std::vector<uint8_t>& in, bool with_content_size = true) {
+  ZSTD_CCtx* ctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(ctx, ZSTD_c_contentSizeFlag, with_content_size ? 1 : 0);
+  std::vector<uint8_t> out(ZSTD_compressBound(in.size()));
+  size_t n = with_content_size ? ZSTD_compress2(ctx, out.data(), out.size(), in.data(), in.size()) : 0;
+  if (!with_content_size) {  // streaming: the frame does not record its size
+    ZSTD_inBuffer src{in.data(), in.size(), 0};
+    ZSTD_outBuffer dst{out.data(), out.size(), 0};
+    while (ZSTD_compressStream2(ctx, &dst, &src, ZSTD_e_end) != 0) {
+    }
+    n = dst.pos;
+  }
+  ZSTD_freeCCtx(ctx);
+  REQUIRE_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+InputError error_of(std::vector<uint8_t> bytes, const ReadOptions& options = {}) {
+  try {
+    ByteSource::from_bytes(std::move(bytes), options);
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("no InputError was thrown");
+  return InputError("", "");
+}
+
+InputError open_error(const std::string& path) {
+  try {
+    ByteSource::open(path);
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("no InputError was thrown for " << path);
+  return InputError("", "");
+}
+
+bool contains(const std::string& s, const char* fragment) { return s.find(fragment) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("detect_compression and to_string") {
+  CHECK(detect_compression(std::vector<uint8_t>{0x1f, 0x8b, 0x08}) == Compression::Gzip);
+  CHECK(detect_compression(std::vector<uint8_t>{0x28, 0xb5, 0x2f, 0xfd}) == Compression::Zstd);
+  CHECK(detect_compression(std::vector<uint8_t>{0x28, 0xb5, 0x2f}) == Compression::None);
+  CHECK(detect_compression(std::vector<uint8_t>{0x1f}) == Compression::None);
+  CHECK(detect_compression(std::vector<uint8_t>{0x80, 0x04}) == Compression::None);
+  CHECK(std::string(to_string(Compression::Gzip)) == "gzip");
+  CHECK(std::string(to_string(Compression::Zstd)) == "zstd");
+  CHECK(std::string(to_string(Compression::None)) == "none");
+  CHECK(std::string(to_string(Encoding::Json)) == "json");
+  CHECK(std::string(to_string(Encoding::Pickle)) == "pickle");
+}
+
+TEST_CASE("from_bytes decompresses gzip and zstd") {
+  const std::vector<uint8_t> plain = sample_pickle();
+  SUBCASE("plain bytes pass through") {
+    ByteSource s = ByteSource::from_bytes(plain);
+    CHECK(s.compression() == Compression::None);
+    CHECK(std::vector<uint8_t>(s.data().begin(), s.data().end()) == plain);
+    CHECK(s.stored_bytes() == plain.size());
+  }
+  SUBCASE("gzip") {
+    auto gz = gzip(plain);
+    ByteSource s = ByteSource::from_bytes(gz);
+    CHECK(s.compression() == Compression::Gzip);
+    CHECK(s.stored_bytes() == gz.size());
+    CHECK(std::vector<uint8_t>(s.data().begin(), s.data().end()) == plain);
+    auto g = memsnap::pickle::unpickle(s.data());
+    CHECK(g.items(g.root()).size() == 3000);
+  }
+  SUBCASE("concatenated gzip members") {
+    auto gz = gzip(plain);
+    auto more = gzip({'x', 'y'});
+    gz.insert(gz.end(), more.begin(), more.end());
+    ByteSource s = ByteSource::from_bytes(gz);
+    auto want = plain;
+    want.push_back('x');
+    want.push_back('y');
+    CHECK(std::vector<uint8_t>(s.data().begin(), s.data().end()) == want);
+  }
+  SUBCASE("zstd with and without a recorded content size") {
+    for (bool sized : {true, false}) {
+      CAPTURE(sized);
+      auto zs = zstd(plain, sized);
+      ByteSource s = ByteSource::from_bytes(zs);
+      CHECK(s.compression() == Compression::Zstd);
+      CHECK(s.stored_bytes() == zs.size());
+      CHECK(std::vector<uint8_t>(s.data().begin(), s.data().end()) == plain);
+    }
+  }
+  SUBCASE("moving a ByteSource keeps its data") {
+    ByteSource a = ByteSource::from_bytes(gzip(plain));
+    ByteSource b = std::move(a);
+    CHECK(b.data().size() == plain.size());
+  }
+}
+
+TEST_CASE("the committed compressed fixtures decode to a pickle") {
+  for (const char* name : {"snapgen/train_gz.pickle.gz", "snapgen/train_zst.pickle.zst"}) {
+    CAPTURE(name);
+    auto path = memsnap::test::testdata(name);
+    ByteSource s = ByteSource::open(path.string());
+    CHECK(s.compression() == (std::string(name).ends_with(".gz") ? Compression::Gzip : Compression::Zstd));
+    CHECK(s.stored_bytes() == std::filesystem::file_size(path));
+    REQUIRE(s.data().size() > 2);
+    CHECK(s.data().front() == 0x80);
+    CHECK(s.data().back() == '.');
+    CHECK(s.encoding() == Encoding::Pickle);
+    // The same decoded bytes whether read from a file or from memory.
+    ByteSource m = ByteSource::from_bytes(memsnap::test::read_bytes(path));
+    CHECK(std::vector<uint8_t>(m.data().begin(), m.data().end()) ==
+          std::vector<uint8_t>(s.data().begin(), s.data().end()));
+    memsnap::pickle::PickleInfo info;
+    CHECK_NOTHROW(memsnap::pickle::unpickle(s.data(), &info));
+    CHECK(info.stop_offset == s.data().size() - 1);
+  }
+}
+
+TEST_CASE("truncated and corrupt compressed input") {
+  auto gz = memsnap::test::read_bytes(memsnap::test::testdata("snapgen/train_gz.pickle.gz"));
+  auto zs = memsnap::test::read_bytes(memsnap::test::testdata("snapgen/train_zst.pickle.zst"));
+  REQUIRE(gz.size() > 100);
+  REQUIRE(zs.size() > 100);
+  SUBCASE("gzip cut in half") {
+    std::vector<uint8_t> half(gz.begin(), gz.begin() + ptrdiff_t(gz.size() / 2));
+    InputError e = error_of(half);
+    CHECK(e.location() == "offset " + std::to_string(half.size()));
+    CHECK_MESSAGE(contains(e.message(), "truncated gzip"), e.message());
+  }
+  SUBCASE("gzip without its trailer") {
+    std::vector<uint8_t> cut(gz.begin(), gz.end() - 4);
+    CHECK_MESSAGE(contains(error_of(cut).message(), "truncated gzip"), error_of(cut).message());
+  }
+  SUBCASE("zstd cut in half") {
+    std::vector<uint8_t> half(zs.begin(), zs.begin() + ptrdiff_t(zs.size() / 2));
+    InputError e = error_of(half);
+    CHECK(e.location().starts_with("offset "));
+    CHECK_MESSAGE(contains(e.message(), "zstd"), e.message());
+  }
+  SUBCASE("corrupt gzip: unknown compression method") {
+    auto bad = gz;
+    bad[2] = 0x07;
+    InputError e = error_of(bad);
+    CHECK(e.location().starts_with("offset "));
+    CHECK_MESSAGE(contains(e.message(), "corrupt gzip data"), e.message());
+  }
+  SUBCASE("corrupt gzip: wrong CRC") {
+    auto bad = gz;
+    bad[bad.size() - 8] ^= 0xFF;
+    InputError e = error_of(bad);
+    CHECK_MESSAGE(contains(e.message(), "corrupt gzip data: incorrect data check"), e.message());
+  }
+  SUBCASE("corrupt zstd: reserved frame header bit") {
+    auto bad = zs;
+    bad[4] |= 0x08;
+    InputError e = error_of(bad);
+    CHECK_MESSAGE(contains(e.message(), "corrupt zstd data"), e.message());
+  }
+}
+
+TEST_CASE("decompressed size above ReadOptions.max_buffer_bytes") {
+  ReadOptions options;
+  options.max_buffer_bytes = 1000;
+  const std::vector<uint8_t> plain = sample_pickle();
+  REQUIRE(plain.size() > 1000);
+  SUBCASE("gzip") {
+    InputError e = error_of(gzip(plain), options);
+    CHECK_MESSAGE(contains(e.message(), "exceeds the in-memory limit of 1000 bytes"), e.message());
+  }
+  SUBCASE("zstd with content size") {
+    InputError e = error_of(zstd(plain, true), options);
+    CHECK_MESSAGE(contains(e.message(), "limit"), e.message());
+  }
+  SUBCASE("zstd without content size") {
+    InputError e = error_of(zstd(plain, false), options);
+    CHECK_MESSAGE(contains(e.message(), "limit"), e.message());
+  }
+  SUBCASE("the committed gzip fixture") {
+    auto gz = memsnap::test::read_bytes(memsnap::test::testdata("snapgen/train_gz.pickle.gz"));
+    CHECK_MESSAGE(contains(error_of(gz, options).message(), "limit"), error_of(gz, options).message());
+  }
+  SUBCASE("data that fits is accepted") {
+    std::vector<uint8_t> small(900, 'a');
+    ByteSource s = ByteSource::from_bytes(gzip(small), options);
+    CHECK(s.data().size() == 900);
+  }
+}
+
+TEST_CASE("ByteSource::open: plain files, missing paths, directories") {
+  SUBCASE("a plain file is mapped as is") {
+    auto path = memsnap::test::testdata("pickle/values_p2.pickle");
+    ByteSource s = ByteSource::open(path.string());
+    CHECK(s.compression() == Compression::None);
+    auto bytes = memsnap::test::read_bytes(path);
+    CHECK(std::vector<uint8_t>(s.data().begin(), s.data().end()) == bytes);
+    CHECK(s.stored_bytes() == bytes.size());
+  }
+  SUBCASE("an empty file") {
+    ByteSource s = ByteSource::open(memsnap::test::testdata("bad/empty.pickle").string());
+    CHECK(s.data().empty());
+  }
+  SUBCASE("a missing path") {
+    InputError e = open_error(memsnap::test::testdata("no/such/file.pickle").string());
+    CHECK_MESSAGE(contains(e.message(), "cannot open"), e.message());
+  }
+  SUBCASE("a directory") {
+    InputError e = open_error(memsnap::test::testdata("pickle").string());
+    CHECK_MESSAGE(contains(e.message(), "is a directory"), e.message());
+  }
+}
+
+TEST_CASE("encoding: JSON when the first non-blank byte opens an object or array") {
+  auto enc = [](std::string_view s) { return ByteSource::from_bytes(std::vector<uint8_t>(s.begin(), s.end())).encoding(); };
+  CHECK(enc("  {\"segments\": []}") == Encoding::Json);
+  CHECK(enc("\n\t[1]") == Encoding::Json);
+  CHECK(enc("\x80\x04]") == Encoding::Pickle);
+  CHECK(enc("") == Encoding::Pickle);
+  CHECK(enc("   ") == Encoding::Pickle);
+  CHECK(enc("hello") == Encoding::Pickle);
+}
