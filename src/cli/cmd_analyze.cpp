@@ -1,30 +1,102 @@
-// `memsnap analyze FILE`: totals per device (and, as analyses land, their sections).
+// `memsnap analyze FILE`: totals per device, the trace (peak, iterations, leaks) and findings.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "common.hpp"
+#include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/trace_analysis.hpp"
+#include "memsnap/units.hpp"
 
 namespace memsnap::cli {
 
 namespace {
+
 struct AnalyzeArgs {
   std::string file;
   CommonOptions common;
+  std::optional<uint64_t> at;
+  std::optional<int64_t> at_time;
+  std::optional<int> device;
+  std::string iteration_marker;
 };
+
+// The event a --at / --at-time option names on one device.
+std::optional<uint32_t> resolve_at(const AnalyzeArgs& a, const snapshot::Device& d) {
+  const auto& tr = d.trace;
+  if (a.at) {
+    if (tr.empty() || *a.at >= tr.size())
+      throw Failure("--at " + std::to_string(*a.at) + ": device " + std::to_string(d.index) + " has " +
+                        std::to_string(tr.size()) + " trace entries (valid indices 0 to " +
+                        (tr.empty() ? std::string("none") : std::to_string(tr.size() - 1)) + ")",
+                    kBadInput);
+    return static_cast<uint32_t>(*a.at);
+  }
+  if (a.at_time) {
+    std::optional<uint32_t> last;
+    for (uint32_t i = 0; i < tr.size(); ++i)
+      if (tr[i].has_time() && tr[i].time_us <= *a.at_time) last = i;
+    if (!last)
+      throw Failure("--at-time " + std::to_string(*a.at_time) + ": device " + std::to_string(d.index) +
+                        " has no trace entry at or before that time",
+                    kBadInput);
+    return last;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void add_analyze(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
-  CLI::App* cmd = app.add_subcommand("analyze", "Where the GPU memory went: totals, free memory, pools, trace");
+  CLI::App* cmd = app.add_subcommand("analyze", "Where the GPU memory went: totals, free memory, peak, leaks");
   cmd->add_option("FILE", args->file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")
       ->required();
   add_common_options(*cmd, args->common);
+  cmd->add_option("--device", args->device, "Only this device (default: all)")->option_text("N");
+  auto* at = cmd->add_option("--at", args->at,
+                             "Analyze the allocator state right after trace event INDEX (rebuilt by replay)")
+                 ->option_text("INDEX");
+  cmd->add_option("--at-time", args->at_time,
+                  "Analyze the state at the last trace event at or before this time (epoch microseconds)")
+      ->option_text("US")
+      ->excludes(at);
+  cmd->add_option("--iteration-marker", args->iteration_marker,
+                  "Start an iteration at each record_function annotation of this name, or at allocations made "
+                  "inside a function of this name (default: find the repeating step in the trace)")
+      ->option_text("NAME");
   cmd->callback([args] {
     snapshot::Loaded loaded = load(args->file, args->common);
     print_warnings(loaded);
-    auto totals = analysis::summarize(loaded.snapshot);
-    report::AnalyzeView view{&loaded.input, &loaded.snapshot, &totals};
+    const auto& snap = loaded.snapshot;
+    if (args->device && !snap.device(*args->device))
+      throw Failure("--device " + std::to_string(*args->device) + ": the snapshot has no such device", kBadInput);
+
+    analysis::Sites sites(snap);
+    analysis::TraceOptions topt;
+    topt.iteration_marker = args->iteration_marker;
+    std::vector<analysis::DeviceTotals> totals;
+    std::vector<analysis::TraceAnalysis> traces;
+    std::vector<std::optional<report::AtPoint>> ats;
+    for (const auto& d : snap.devices) {
+      if (args->device && d.index != *args->device) continue;
+      analysis::Replay replay(snap, d);
+      std::optional<uint32_t> at_event = resolve_at(*args, d);
+      if (at_event) {
+        snapshot::Device state = replay.state_after(*at_event).to_device(d.index);
+        state.trace = d.trace;  // the trace span still describes the whole file
+        totals.push_back(analysis::summarize(state));
+        const auto& e = d.trace[*at_event];
+        ats.push_back(report::AtPoint{*at_event, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt,
+                                      replay.estimated_blocks()});
+      } else {
+        totals.push_back(analysis::summarize(d));
+        ats.push_back(std::nullopt);
+      }
+      traces.push_back(analysis::analyze_trace(snap, d, replay, sites, topt));
+    }
+    report::AnalyzeView view{&loaded.input, &snap, &totals, &traces, &ats};
     if (args->common.format == Format::Json) report::write_analyze_json(std::cout, view);
     else report::write_analyze_text(std::cout, view, text_style(args->common));
   });

@@ -5,6 +5,7 @@
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/version.hpp"
 #include "json_util.hpp"
+#include "sections.hpp"
 
 namespace memsnap::report {
 
@@ -16,7 +17,9 @@ void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
   doc["input"] = detail::input_json(*v.input, *v.snapshot);
   Json devices = Json::array();
-  for (const auto& t : *v.totals) {
+  for (size_t i = 0; i < v.totals->size(); ++i) {
+    const auto& t = (*v.totals)[i];
+    const analysis::TraceAnalysis* tr = v.trace ? &(*v.trace)[i] : nullptr;
     Json d;
     d["device"] = t.device;
     d["totals"] = {{"reserved_bytes", t.reserved_bytes},
@@ -40,9 +43,14 @@ void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
                        {"allocated_bytes", g.allocated_bytes},
                        {"free_bytes", g.free_bytes}});
     d["by_pool_stream"] = std::move(pools);
-    d["trace"] = {{"entries", t.trace.entries},
-                  {"first_time_us", detail::opt(t.trace.first_time_us)},
-                  {"last_time_us", detail::opt(t.trace.last_time_us)}};
+    if (v.at && (*v.at)[i]) {
+      const auto& a = *(*v.at)[i];
+      d["at"] = {{"event_index", a.event_index}, {"time_us", detail::opt(a.time_us)}, {"estimated_blocks", a.estimated_blocks}};
+    }
+    detail::add_trace_json(d, t, tr);
+    Json findings = Json::array();
+    if (tr) findings = detail::findings_json(tr->findings);
+    d["findings"] = std::move(findings);
     devices.push_back(std::move(d));
   }
   doc["devices"] = std::move(devices);

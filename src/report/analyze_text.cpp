@@ -4,6 +4,7 @@
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/units.hpp"
 #include "memsnap/version.hpp"
+#include "sections.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {
@@ -32,11 +33,19 @@ std::string input_line(const snapshot::InputInfo& in, const snapshot::Snapshot& 
   return line;
 }
 
-void device_block(std::ostream& out, const analysis::DeviceTotals& t, const TextStyle& style) {
+void device_block(std::ostream& out, const analysis::DeviceTotals& t, const std::optional<AtPoint>& at,
+                  const TextStyle& style) {
   const char* bold = style.color ? "\033[1m" : "";
   const char* reset = style.color ? "\033[0m" : "";
   out << bold << pad_right("device " + std::to_string(t.device), kLabel + 2) << reset
       << pad_left("bytes", kBytes) << pad_left("human", kHuman) << '\n';
+  if (at) {
+    out << "  state after event " << with_commas(at->event_index);
+    if (at->time_us) out << " (" << detail::utc_time(*at->time_us) << ")";
+    out << ", reconstructed by replaying the trace";
+    if (at->estimated_blocks) out << ";\n  " << with_commas(at->estimated_blocks) << " block sizes inferred from their requests";
+    out << '\n';
+  }
   if (t.segments == 0 && t.trace.entries == 0) {
     out << "  no segments and no trace entries on this device\n";
     return;
@@ -68,31 +77,19 @@ void device_block(std::ostream& out, const analysis::DeviceTotals& t, const Text
         << pad_left(human_bytes(t.inactive_bytes), 11) << '\n';
   }
 
-  out << '\n' << "  trace: ";
-  if (t.trace.entries == 0) {
-    out << "no entries (history recording was off, or enabled=\"state\")\n";
-  } else {
-    out << with_commas(t.trace.entries) << (t.trace.entries == 1 ? " entry" : " entries");
-    if (t.trace.first_time_us && t.trace.last_time_us) {
-      out << " over " << detail::duration(*t.trace.last_time_us - *t.trace.first_time_us) << '\n'
-          << "         from " << detail::utc_time(*t.trace.first_time_us) << " to "
-          << detail::utc_time(*t.trace.last_time_us) << '\n';
-    } else {
-      out << " (no timestamps)\n";
-    }
-  }
 }
-
 }  // namespace
 
 void write_analyze_text(std::ostream& out, const AnalyzeView& v, const TextStyle& style) {
   out << "memsnap " << kVersion << "  " << v.input->path << '\n';
   out << input_line(*v.input, *v.snapshot) << "\n\n";
-  bool first = true;
-  for (const auto& t : *v.totals) {
-    if (!first) out << '\n';
-    first = false;
-    device_block(out, t, style);
+  for (size_t i = 0; i < v.totals->size(); ++i) {
+    if (i) out << '\n';
+    const auto& t = (*v.totals)[i];
+    device_block(out, t, v.at ? (*v.at)[i] : std::nullopt, style);
+    const analysis::TraceAnalysis* tr = v.trace ? &(*v.trace)[i] : nullptr;
+    detail::write_trace_text(out, t, tr, style);
+    if (tr) detail::write_findings_text(out, tr->findings, style);
   }
   if (v.totals->empty()) out << "the snapshot holds no devices (no segments and no trace)\n";
 }

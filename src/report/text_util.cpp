@@ -41,6 +41,34 @@ std::string utc_time(int64_t us) {
   return buf;
 }
 
+std::string wrap(const std::string& text, size_t first, size_t indent, size_t width) {
+  std::string out;
+  size_t col = first;
+  size_t i = 0;
+  bool line_start = true;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    std::string word = text.substr(i, j - i);
+    size_t w = display_width(word);
+    if (!line_start && col + 1 + w > width) {
+      out += '\n';
+      out += std::string(indent, ' ');
+      col = indent;
+      line_start = true;
+    }
+    if (!line_start) {
+      out += ' ';
+      ++col;
+    }
+    out += word;
+    col += w;
+    line_start = false;
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string duration(int64_t us) {
   char buf[64];
   if (us < 0) return "-" + duration(-us);

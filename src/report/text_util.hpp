@@ -13,6 +13,9 @@ std::string pad_left(const std::string& s, size_t w);
 std::string stream_name(uint64_t stream);
 /// Epoch microseconds as "2024-11-20 12:00:01 UTC".
 std::string utc_time(int64_t time_us);
+/// Word-wraps `text` to `width` columns; every line starts with `indent` spaces
+/// except the first, which starts with `first` (already printed by the caller).
+std::string wrap(const std::string& text, size_t first, size_t indent, size_t width);
 /// A duration in microseconds as "850 us", "12.3 ms", "4.56 s", "3 min 12 s".
 std::string duration(int64_t us);
 

@@ -99,6 +99,11 @@ class Replay {
   /// Something was live or reserved before the first event of the window.
   bool window_starts_mid_run() const;
   uint64_t estimated_blocks() const { return estimated_blocks_; }
+  /// The size of the block of alloc event `index` when it is still live at the dump, else 0.
+  uint64_t surviving_size(uint32_t index) const {
+    auto it = exact_size_.find(index);
+    return it == exact_size_.end() ? 0 : it->second;
+  }
 
   /// The state before the first event.
   ReplayState start() const { return start_; }

@@ -1,20 +1,32 @@
 // Rendering of `memsnap analyze`: text for people, one JSON document for scripts.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/trace_analysis.hpp"
 #include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::report {
 
-/// Everything `analyze` computed; reporters only read it.
+/// Where the analysed state was taken when it is not the dump (`--at`).
+struct AtPoint {
+  uint32_t event_index = 0;
+  std::optional<int64_t> time_us;
+  uint64_t estimated_blocks = 0;  // blocks whose size the replay inferred from their request
+};
+
+/// Everything `analyze` computed; reporters only read it. Per-device vectors
+/// are parallel to `totals`; a null pointer means the section was not computed.
 struct AnalyzeView {
   const snapshot::InputInfo* input = nullptr;
   const snapshot::Snapshot* snapshot = nullptr;
   const std::vector<analysis::DeviceTotals>* totals = nullptr;
+  const std::vector<analysis::TraceAnalysis>* trace = nullptr;
+  const std::vector<std::optional<AtPoint>>* at = nullptr;
 };
 
 struct TextStyle {

@@ -1,0 +1,454 @@
+// Peak, iterations and leaks from one forward replay of a device's trace.
+//
+// Finding the iterations. A training step allocates from the same call sites in
+// the same order every time, so the sequence of allocation stacks is periodic.
+// Candidate periods are the gaps between consecutive allocations from the same
+// stack (a stack allocated once per step recurs exactly one period later); each
+// candidate P is scored by the share of allocations whose stack equals the one P
+// allocations later, and the smallest period scoring within 2 points of the best
+// wins (multiples of the period score as well, sub-periods such as one layer of
+// a step score worse at the phase changes). Iterations are then anchored where
+// memory is lowest within the period (between steps, after the optimizer).
+//
+// Leaks. An allocation made in iteration k and still live at the dump was
+// retained. A site is leaking when it retains allocations from most iterations
+// of the window, up to its end. The last iteration is not judged (it may be
+// incomplete), and allocations made once (parameters, optimizer state) never
+// qualify: they come from a single iteration.
+#include "memsnap/analysis/trace_analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "memsnap/units.hpp"
+
+namespace memsnap::analysis {
+
+using snapshot::Action;
+using snapshot::BlockState;
+using snapshot::StackId;
+
+namespace {
+
+struct AllocRec {
+  uint32_t event;
+  uint64_t symbol;
+  uint64_t allocated_before;
+};
+
+template <class T>
+T median(std::vector<T> v) {
+  if (v.empty()) return T{};
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+double match_ratio(const std::vector<AllocRec>& a, size_t p) {
+  size_t n = a.size(), same = 0;
+  for (size_t i = 0; i + p < n; ++i) same += a[i].symbol == a[i + p].symbol;
+  return n > p ? double(same) / double(n - p) : 0.0;
+}
+
+// Least-squares slope of y over 0..n-1.
+double slope(const std::vector<double>& y) {
+  size_t n = y.size();
+  if (n < 2) return 0;
+  double mx = (double(n) - 1) / 2, my = 0;
+  for (double v : y) my += v;
+  my /= double(n);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num += (double(i) - mx) * (y[i] - my);
+    den += (double(i) - mx) * (double(i) - mx);
+  }
+  return den > 0 ? num / den : 0;
+}
+
+std::string pct(double r) { return std::to_string(int(std::lround(r * 100))) + "%"; }
+
+void detect_period(const std::vector<AllocRec>& allocs, Iterations& it) {
+  size_t n = allocs.size();
+  if (n < 8) {
+    it.evidence = "too few allocations in the trace (" + std::to_string(n) + ") to find a repeating step";
+    return;
+  }
+  std::unordered_map<uint64_t, size_t> last;
+  std::unordered_map<size_t, size_t> gaps;
+  for (size_t i = 0; i < n; ++i) {
+    auto [pos, inserted] = last.try_emplace(allocs[i].symbol, i);
+    if (!inserted) {
+      size_t g = i - pos->second;
+      if (g >= 2 && g <= n / 2) ++gaps[g];
+      pos->second = i;
+    }
+  }
+  std::vector<std::pair<size_t, size_t>> cand(gaps.begin(), gaps.end());  // (gap, count)
+  std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  if (cand.size() > 64) cand.resize(64);
+  std::sort(cand.begin(), cand.end());
+  double best = 0;
+  std::vector<std::pair<size_t, double>> scored;
+  for (auto [p, count] : cand) {
+    if (count < 2) continue;
+    double r = match_ratio(allocs, p);
+    scored.emplace_back(p, r);
+    best = std::max(best, r);
+  }
+  size_t period = 0;
+  for (auto [p, r] : scored)
+    if (r >= 0.8 && r >= best - 0.02) {
+      period = p;
+      it.match_ratio = r;
+      break;
+    }
+  if (period == 0) {
+    it.evidence = scored.empty() ? "no allocation stack repeats in the trace"
+                                 : "no repeating step: the best candidate period repeats only " + pct(best) +
+                                       " of the allocation stacks (80% needed)";
+    return;
+  }
+  // Anchor the iterations on a stack allocated once per period (robust to steps of
+  // slightly different length), choosing the one met when memory is lowest: the
+  // start of a step, after the previous one freed its activations.
+  std::unordered_map<uint64_t, std::vector<size_t>> occurrences;
+  for (size_t i = 0; i < n; ++i) occurrences[allocs[i].symbol].push_back(i);
+  double expected = double(n) / double(period);
+  const std::vector<size_t>* anchor = nullptr;
+  double lowest = 0;
+  for (const auto& [sym, occ] : occurrences) {
+    if (occ.size() < 2 || double(occ.size()) < 0.8 * expected || double(occ.size()) > 1.2 * expected) continue;
+    size_t regular = 0;
+    for (size_t k = 1; k < occ.size(); ++k) {
+      size_t g = occ[k] - occ[k - 1];
+      regular += g * 10 >= period * 7 && g * 10 <= period * 13;
+    }
+    if (regular * 10 < (occ.size() - 1) * 9) continue;
+    double mean = 0;
+    for (size_t i : occ) mean += double(allocs[i].allocated_before);
+    mean /= double(occ.size());
+    if (!anchor || mean < lowest || (mean == lowest && occ.front() < anchor->front())) anchor = &occ, lowest = mean;
+  }
+  if (anchor) {
+    for (size_t i : *anchor) it.boundaries.push_back(allocs[i].event);
+  } else {
+    size_t phase = 0;
+    double low = -1;
+    for (size_t ph = 0; ph < period; ++ph) {
+      double sum = 0;
+      size_t k = 0;
+      for (size_t i = ph; i < n; i += period, ++k) sum += double(allocs[i].allocated_before);
+      if (low < 0 || sum / double(k) < low) low = sum / double(k), phase = ph;
+    }
+    for (size_t i = phase; i < n; i += period) it.boundaries.push_back(allocs[i].event);
+  }
+  it.found = true;
+  it.method = "repeating allocation sequence";
+  it.evidence = std::to_string(period) + " allocations per iteration; " + pct(it.match_ratio) +
+                " of allocation stacks repeat one iteration later";
+}
+
+bool has_function(const snapshot::Snapshot& s, StackId st, std::string_view fn) {
+  for (auto f : s.stacks[st])
+    if (s.strings[s.frames[f].name] == fn) return true;
+  return false;
+}
+
+void marker_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d, const std::string& marker,
+                       Iterations& it) {
+  // A record_function annotation of that name: each START opens an iteration.
+  std::vector<int64_t> starts;
+  for (const auto& a : snap.annotations)
+    if (a.device == d.index && snap.strings[a.name] == marker && snap.strings[a.stage] != "END" &&
+        a.time_us != snapshot::TraceEvent::kNoTime)
+      starts.push_back(a.time_us);
+  if (!starts.empty()) {
+    std::sort(starts.begin(), starts.end());
+    size_t e = 0;
+    for (int64_t t : starts) {
+      while (e < d.trace.size() && (!d.trace[e].has_time() || d.trace[e].time_us < t)) ++e;
+      if (e < d.trace.size() && (it.boundaries.empty() || it.boundaries.back() != e))
+        it.boundaries.push_back(static_cast<uint32_t>(e));
+    }
+    it.method = "annotation " + marker;
+  } else {
+    // Allocations made inside the named function: each run of them opens an iteration.
+    bool prev = false;
+    for (uint32_t i = 0; i < d.trace.size(); ++i) {
+      if (d.trace[i].action != Action::Alloc) continue;
+      bool m = has_function(snap, d.trace[i].stack, marker);
+      if (m && !prev) it.boundaries.push_back(i);
+      prev = m;
+    }
+    it.method = "marker " + marker;
+  }
+  it.found = it.boundaries.size() >= 2;
+  it.evidence = it.found ? std::to_string(it.boundaries.size()) + " iterations start at '" + marker + "'"
+                         : "'" + marker + "' opens fewer than two iterations in the trace (no annotation of that "
+                                          "name and no allocation inside a function of that name)";
+}
+
+bool is_forward_stack(const snapshot::Snapshot& s, StackId st) {
+  for (auto f : s.stacks[st]) {
+    std::string_view name = s.strings[s.frames[f].name];
+    std::string_view file = s.strings[s.frames[f].filename];
+    if (name == "forward" || file.find("torch/nn/modules/") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Plain words for what the trace shows, with the fixes the seed documents give.
+std::vector<Finding> trace_findings(const TraceAnalysis& t) {
+  std::vector<Finding> f;
+  if (!t.consistent && t.first_mismatch) {
+    f.push_back({"trace_inconsistent", Severity::Warning,
+                 "The trace does not replay cleanly to the dumped state: event " +
+                     std::to_string(t.first_mismatch->event) + ": " + t.first_mismatch->what + ".",
+                 "Figures derived from the trace (peak, timeline, leaks) may be off around that event; the dumped "
+                 "state itself is unaffected."});
+  }
+  double autograd = 0, list = 0, other = 0;
+  std::string tiny_site, fwd_site, list_site, other_site;
+  uint64_t iters = 0;
+  for (const auto& l : t.leaks) {
+    iters = std::max(iters, l.iterations_retained);
+    if (l.pattern == "autograd_history") {
+      autograd += l.growth_bytes_per_iteration;
+      if (l.growth_bytes_per_iteration / std::max(1.0, l.growth_allocations_per_iteration) <= 512) {
+        if (tiny_site.empty()) tiny_site = l.site;
+      } else if (fwd_site.empty()) {
+        fwd_site = l.site;
+      }
+    } else if (l.pattern == "tensor_list") {
+      list += l.growth_bytes_per_iteration;
+      if (list_site.empty()) list_site = l.site;
+    } else {
+      other += l.growth_bytes_per_iteration;
+      if (other_site.empty()) other_site = l.site;
+    }
+  }
+  auto per_iter = [](double b) { return human_bytes(uint64_t(std::llround(b))) + " per iteration"; };
+  if (autograd > 0) {
+    f.push_back({"leak_autograd_history", Severity::Critical,
+                 "Memory grows by " + per_iter(autograd) + ": a tiny tensor from " + tiny_site +
+                     " is kept every iteration together with the forward activations of its graph" +
+                     (fwd_site.empty() ? std::string() : " (largest from " + fwd_site + ")") +
+                     ". This is accumulating autograd history across the training loop (e.g. `total_loss += loss`).",
+                 "Accumulate a Python number instead: `total_loss += loss.item()` or `float(loss)` (or `loss.detach()`), "
+                 "so each step's graph can be freed."});
+  }
+  if (list > 0) {
+    f.push_back({"leak_tensor_list", Severity::Critical,
+                 "Memory grows by " + per_iter(list) + ": tensors allocated at " + list_site +
+                     " are kept alive from every iteration, as a list or other container that grows would keep them.",
+                 "Keep Python numbers (`.item()`), or `.detach().cpu()` copies, instead of GPU tensors; `del` "
+                 "references you no longer need."});
+  }
+  if (other > 0) {
+    f.push_back({"leak_growth", Severity::Warning,
+                 "Memory grows by " + per_iter(other) + ": allocations at " + other_site +
+                     " survive from iteration after iteration; memsnap cannot tell from the trace which reference "
+                     "keeps them (see `leaks` for the evidence).",
+                 "Find what holds these tensors across steps (lists, caches, attributes on `self`, accumulated "
+                 "losses) and `del` them or keep `.item()` values instead."});
+  }
+  if (t.leaks.empty() && t.iterations.found && t.iterations.count >= 5 && t.iterations.growth_bytes_per_iteration > 0 &&
+      t.peak && t.iterations.growth_bytes_per_iteration * double(t.iterations.count) > 0.05 * double(t.peak->allocated_bytes)) {
+    f.push_back({"growth_unattributed", Severity::Warning,
+                 "Allocated memory at the start of each iteration grows by " +
+                     per_iter(t.iterations.growth_bytes_per_iteration) +
+                     ", but no single site retains allocations from iteration after iteration.",
+                 "Compare two snapshots a few steps apart with `memsnap diff` to see which sites grow."});
+  }
+  return f;
+}
+
+}  // namespace
+
+std::vector<SiteBytes> sites_by_bytes(const snapshot::Device& d, Sites& sites, size_t top) {
+  struct Acc {
+    uint64_t bytes = 0, count = 0, biggest = 0;
+    StackId stack;
+  };
+  std::unordered_map<uint32_t, Acc> by;
+  for (const auto& b : d.blocks) {
+    if (b.state != BlockState::ActiveAllocated) continue;
+    Acc& a = by[sites.site_of(b.stack).v];
+    a.bytes += b.size;
+    a.count += 1;
+    if (b.size > a.biggest) a.biggest = b.size, a.stack = b.stack;
+  }
+  std::vector<std::pair<uint32_t, Acc>> v(by.begin(), by.end());
+  std::sort(v.begin(), v.end(), [&](auto& x, auto& y) {
+    return x.second.bytes != y.second.bytes ? x.second.bytes > y.second.bytes
+                                            : sites.name(SiteId{x.first}) < sites.name(SiteId{y.first});
+  });
+  std::vector<SiteBytes> out;
+  for (auto& [id, a] : v) {
+    if (out.size() >= top) break;
+    out.push_back({sites.name(SiteId{id}), sites.stack(a.stack), a.bytes, a.count});
+  }
+  return out;
+}
+
+TraceAnalysis analyze_trace(const snapshot::Snapshot& snap, const snapshot::Device& d, const Replay& replay,
+                            Sites& sites, const TraceOptions& opt) {
+  TraceAnalysis out;
+  out.has_trace = !d.trace.empty();
+  out.consistent = replay.consistent();
+  out.first_mismatch = replay.first_mismatch();
+  out.window_starts_mid_run = replay.window_starts_mid_run();
+  out.estimated_blocks = replay.estimated_blocks();
+  if (!out.has_trace) return out;
+
+  // ---- one forward pass: the peak and the allocation sequence -----------------------
+  std::vector<AllocRec> allocs;
+  ReplayState st = replay.start();
+  Peak peak;
+  bool have_peak = false;
+  for (uint32_t i = 0; i < d.trace.size(); ++i) {
+    const auto& e = d.trace[i];
+    uint64_t before = st.totals().allocated;
+    st.step();
+    if (e.action == Action::Alloc) {
+      uint64_t sym = e.stack.v != 0 ? e.stack.v : (uint64_t{1} << 63) | e.size;
+      allocs.push_back({i, sym, before});
+    }
+    const auto& t = st.totals();
+    if (!have_peak || t.allocated > peak.allocated_bytes) {
+      have_peak = true;
+      peak.event_index = i;
+      peak.allocated_bytes = t.allocated;
+      peak.active_bytes = t.active;
+      peak.reserved_bytes = t.reserved;
+      peak.time_us = e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt;
+    }
+  }
+  {
+    auto at_peak = replay.state_after(peak.event_index).to_device(d.index);
+    peak.top_sites = sites_by_bytes(at_peak, sites, opt.top_sites);
+  }
+  out.peak = peak;
+
+  // ---- iterations -------------------------------------------------------------------
+  Iterations& it = out.iterations;
+  if (!opt.iteration_marker.empty()) marker_boundaries(snap, d, opt.iteration_marker, it);
+  else detect_period(allocs, it);
+  if (it.found && it.boundaries.size() >= 2) {
+    std::vector<uint64_t> ev_gaps;
+    std::vector<int64_t> us_gaps;
+    for (size_t k = 1; k < it.boundaries.size(); ++k) {
+      ev_gaps.push_back(it.boundaries[k] - it.boundaries[k - 1]);
+      const auto& a = d.trace[it.boundaries[k - 1]];
+      const auto& b = d.trace[it.boundaries[k]];
+      if (a.has_time() && b.has_time()) us_gaps.push_back(b.time_us - a.time_us);
+    }
+    it.count = it.boundaries.size();
+    it.period_events = median(ev_gaps);
+    if (us_gaps.size() == ev_gaps.size()) it.period_us = double(median(us_gaps));
+    // allocated bytes just before each boundary event
+    std::vector<double> level;
+    ReplayState s2 = replay.start();
+    size_t k = 0;
+    for (uint32_t i = 0; i < d.trace.size() && k < it.boundaries.size(); ++i) {
+      if (i == it.boundaries[k]) {
+        level.push_back(double(s2.totals().allocated));
+        ++k;
+      }
+      s2.step();
+    }
+    it.growth_bytes_per_iteration = slope(level);
+  } else if (it.found) {
+    it.found = false;
+    it.evidence = "only one iteration boundary in the trace";
+  }
+
+  // ---- leaks: allocations retained from iteration after iteration ----------------------
+  if (it.found && it.boundaries.size() >= 5) {
+    const auto& bounds = it.boundaries;
+    size_t judged = bounds.size() - 1;  // iterations 0 .. K-2; the last may be incomplete
+    struct SiteRet {
+      std::vector<uint64_t> bytes, count;
+      std::map<uint32_t, uint64_t> stacks;  // stack -> retained allocations
+      uint64_t tiny = 0, total = 0;
+    };
+    std::unordered_map<uint32_t, SiteRet> ret;
+    for (const auto& a : allocs) {
+      if (a.event < bounds.front()) continue;
+      size_t iter = size_t(std::upper_bound(bounds.begin(), bounds.end(), a.event) - bounds.begin()) - 1;
+      uint64_t size = replay.surviving_size(a.event);
+      if (iter >= judged || size == 0) continue;
+      const auto& e = d.trace[a.event];
+      SiteRet& r = ret[sites.site_of(e.stack).v];
+      if (r.bytes.empty()) r.bytes.assign(judged, 0), r.count.assign(judged, 0);
+      r.bytes[iter] += size;
+      r.count[iter] += 1;
+      r.stacks[e.stack.v] += 1;
+      r.total += 1;
+      if (size <= 512) r.tiny += 1;
+    }
+    // live at the dump, by site
+    std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> live;
+    for (const auto& b : d.blocks)
+      if (b.state == BlockState::ActiveAllocated) {
+        auto& l = live[sites.site_of(b.stack).v];
+        l.first += b.size;
+        l.second += 1;
+      }
+    std::vector<std::pair<uint32_t, const SiteRet*>> leaking;
+    for (const auto& [site, r] : ret) {
+      size_t first = judged, last = 0, n = 0;
+      for (size_t k = 0; k < judged; ++k)
+        if (r.count[k]) first = std::min(first, k), last = k, ++n;
+      if (n < 3 || last + 3 < judged || double(n) < 0.6 * double(last - first + 1)) continue;
+      Leak lk;
+      lk.site = sites.name(SiteId{site});
+      auto common = std::max_element(r.stacks.begin(), r.stacks.end(),
+                                     [](auto& a, auto& b) { return a.second < b.second; });
+      lk.stack = sites.stack(StackId{common->first});
+      uint64_t bytes = 0, count = 0;
+      for (size_t k = first; k <= last; ++k) bytes += r.bytes[k], count += r.count[k];
+      double span = double(last - first + 1);
+      lk.growth_bytes_per_iteration = double(bytes) / span;
+      lk.growth_allocations_per_iteration = double(count) / span;
+      lk.first_iteration = first;
+      lk.last_iteration = last;
+      lk.iterations_retained = n;
+      auto lv = live.find(site);
+      if (lv != live.end()) lk.live_bytes = lv->second.first, lk.live_allocations = lv->second.second;
+      out.leaks.push_back(lk);
+      leaking.emplace_back(site, &r);
+    }
+    // Patterns (seed documents): a tiny tensor retained with forward activations is an
+    // accumulated autograd graph; tensors retained without them, a growing list.
+    bool tiny_site = false, forward_site = false;
+    for (size_t i = 0; i < out.leaks.size(); ++i) {
+      const SiteRet& r = *leaking[i].second;
+      bool tiny = r.tiny * 2 >= r.total;
+      bool fwd = false;
+      for (auto& [stk, c] : r.stacks) fwd = fwd || is_forward_stack(snap, StackId{stk});
+      tiny_site = tiny_site || tiny;
+      forward_site = forward_site || (fwd && !tiny);
+    }
+    for (size_t i = 0; i < out.leaks.size(); ++i) {
+      const SiteRet& r = *leaking[i].second;
+      bool tiny = r.tiny * 2 >= r.total;
+      if (tiny_site && forward_site) out.leaks[i].pattern = "autograd_history";
+      else if (!tiny_site && !forward_site) out.leaks[i].pattern = "tensor_list";
+      else if (tiny && !forward_site) out.leaks[i].pattern = "tensor_list";
+      else out.leaks[i].pattern = "unclassified";
+    }
+    std::sort(out.leaks.begin(), out.leaks.end(), [](const Leak& a, const Leak& b) {
+      return a.growth_bytes_per_iteration != b.growth_bytes_per_iteration
+                 ? a.growth_bytes_per_iteration > b.growth_bytes_per_iteration
+                 : a.site < b.site;
+    });
+  } else if (it.found) {
+    it.evidence += "; fewer than 5 iterations in the window, too few to judge leaks";
+  }
+  out.findings = trace_findings(out);
+  return out;
+}
+
+}  // namespace memsnap::analysis
