@@ -36,6 +36,8 @@ struct AllocRec {
   uint32_t event;
   uint64_t symbol;
   uint64_t allocated_before;
+  uint64_t bytes;                      // requested bytes
+  uint32_t freed_at = kBeforeWindow;   // free_requested event, or kBeforeWindow if never freed
 };
 
 template <class T>
@@ -45,25 +47,48 @@ T median(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
-double match_ratio(const std::vector<AllocRec>& a, size_t p) {
-  size_t n = a.size(), same = 0;
-  for (size_t i = 0; i + p < n; ++i) same += a[i].symbol == a[i + p].symbol;
-  return n > p ? double(same) / double(n - p) : 0.0;
-}
+// How periodic the allocation sequence is with period p: the share of
+// allocations whose stack is allocated again about one period later (within a
+// tenth of it, so steps of slightly different length still match), over the
+// best suffix of the window spanning at least three periods: traces often open
+// with one-off work (model build, optimizer state) before the loop settles.
+// Evaluated on at most 20000 evenly spread allocations.
+struct Periodicity {
+  double ratio = 0;
+  size_t steady_from = 0;  // allocation index where the periodic part starts
+};
 
-// Least-squares slope of y over 0..n-1.
-double slope(const std::vector<double>& y) {
-  size_t n = y.size();
-  if (n < 2) return 0;
-  double mx = (double(n) - 1) / 2, my = 0;
-  for (double v : y) my += v;
-  my /= double(n);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    num += (double(i) - mx) * (y[i] - my);
-    den += (double(i) - mx) * (double(i) - mx);
+Periodicity periodicity(const std::vector<AllocRec>& a,
+                        const std::unordered_map<uint64_t, std::vector<size_t>>& occurrences, size_t p) {
+  size_t n = a.size();
+  Periodicity out;
+  if (n < 3 * p) return out;
+  size_t slack = std::max<size_t>(1, p / 10);
+  size_t limit = n - p;
+  size_t stride = std::max<size_t>(1, limit / 20000);
+  std::vector<std::pair<size_t, bool>> hits;  // (position, repeats)
+  for (size_t i = 0; i < limit; i += stride) {
+    const auto& occ = occurrences.at(a[i].symbol);
+    auto it = std::lower_bound(occ.begin(), occ.end(), i + p - std::min(slack, p - 1));
+    hits.emplace_back(i, it != occ.end() && *it <= i + p + slack);
   }
-  return den > 0 ? num / den : 0;
+  // suffix sums, evaluated at 16 starting points
+  std::vector<size_t> suffix(hits.size() + 1, 0);
+  for (size_t k = hits.size(); k-- > 0;) suffix[k] = suffix[k + 1] + hits[k].second;
+  std::vector<std::pair<size_t, double>> starts;  // (position, ratio from there on)
+  for (size_t part = 0; part < 16; ++part) {
+    size_t k = hits.size() * part / 16;
+    if (k >= hits.size() || n - hits[k].first < 3 * p) break;
+    starts.emplace_back(hits[k].first, double(suffix[k]) / double(hits.size() - k));
+    out.ratio = std::max(out.ratio, starts.back().second);
+  }
+  // the earliest start that is nearly as periodic as the best one
+  for (auto [pos, r] : starts)
+    if (r >= out.ratio - 0.03) {
+      out.steady_from = pos;
+      break;
+    }
+  return out;
 }
 
 std::string pct(double r) { return std::to_string(int(std::lround(r * 100))) + "%"; }
@@ -74,35 +99,58 @@ void detect_period(const std::vector<AllocRec>& allocs, Iterations& it) {
     it.evidence = "too few allocations in the trace (" + std::to_string(n) + ") to find a repeating step";
     return;
   }
-  std::unordered_map<uint64_t, size_t> last;
-  std::unordered_map<size_t, size_t> gaps;
-  for (size_t i = 0; i < n; ++i) {
-    auto [pos, inserted] = last.try_emplace(allocs[i].symbol, i);
-    if (!inserted) {
-      size_t g = i - pos->second;
-      if (g >= 2 && g <= n / 2) ++gaps[g];
-      pos->second = i;
+  std::unordered_map<uint64_t, std::vector<size_t>> occurrences;
+  for (size_t i = 0; i < n; ++i) occurrences[allocs[i].symbol].push_back(i);
+  // Candidate periods: the most frequent gaps between consecutive allocations of a
+  // stack, and the most common per-stack median gaps (a stack allocated once per
+  // step votes for the step even when per-layer stacks dominate the raw gaps).
+  std::unordered_map<size_t, size_t> gaps, medians;
+  for (const auto& [sym, occ] : occurrences) {
+    if (occ.size() < 2) continue;
+    std::vector<size_t> g;
+    for (size_t k = 1; k < occ.size(); ++k) {
+      size_t d = occ[k] - occ[k - 1];
+      if (d >= 2 && d <= n / 2) ++gaps[d], g.push_back(d);
     }
+    if (g.size() >= 2) ++medians[median(g)];
   }
-  std::vector<std::pair<size_t, size_t>> cand(gaps.begin(), gaps.end());  // (gap, count)
-  std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
-  if (cand.size() > 64) cand.resize(64);
+  auto top = [](const std::unordered_map<size_t, size_t>& m, size_t k) {
+    std::vector<std::pair<size_t, size_t>> v(m.begin(), m.end());  // (gap, count)
+    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+    if (v.size() > k) v.resize(k);
+    return v;
+  };
+  std::vector<std::pair<size_t, size_t>> cand = top(gaps, 32);
+  for (auto& c : top(medians, 32)) cand.push_back(c);
   std::sort(cand.begin(), cand.end());
+  cand.erase(std::unique(cand.begin(), cand.end(), [](auto& a, auto& b) { return a.first == b.first; }), cand.end());
   double best = 0;
-  std::vector<std::pair<size_t, double>> scored;
+  std::vector<std::pair<size_t, Periodicity>> scored;
   for (auto [p, count] : cand) {
-    if (count < 2) continue;
-    double r = match_ratio(allocs, p);
+    if (count < 1) continue;
+    Periodicity r = periodicity(allocs, occurrences, p);
     scored.emplace_back(p, r);
-    best = std::max(best, r);
+    best = std::max(best, r.ratio);
   }
-  size_t period = 0;
+  size_t period = 0, steady_from = 0;
+  // The smallest period scoring as well as the best: multiples of the step score
+  // the same, a sub-period (one layer of a step) scores less at the phase changes.
   for (auto [p, r] : scored)
-    if (r >= 0.8 && r >= best - 0.02) {
+    if (r.ratio >= 0.8 && r.ratio >= best - 0.005) {
       period = p;
-      it.match_ratio = r;
+      steady_from = r.steady_from;
+      it.match_ratio = r.ratio;
       break;
     }
+  if (period != 0 && (n - steady_from) * 10 < n * 6) {
+    // A loop inside one step (the optimizer visiting each parameter, the layers of
+    // one forward) repeats too, but only over part of the trace.
+    it.evidence = "the allocation sequence repeats every " + std::to_string(period) +
+                  " allocations only from allocation " + std::to_string(steady_from) + " of " + std::to_string(n) +
+                  " on: a loop within a step (such as the optimizer visiting each parameter), not whole training "
+                  "iterations";
+    return;
+  }
   if (period == 0) {
     it.evidence = scored.empty() ? "no allocation stack repeats in the trace"
                                  : "no repeating step: the best candidate period repeats only " + pct(best) +
@@ -112,19 +160,20 @@ void detect_period(const std::vector<AllocRec>& allocs, Iterations& it) {
   // Anchor the iterations on a stack allocated once per period (robust to steps of
   // slightly different length), choosing the one met when memory is lowest: the
   // start of a step, after the previous one freed its activations.
-  std::unordered_map<uint64_t, std::vector<size_t>> occurrences;
-  for (size_t i = 0; i < n; ++i) occurrences[allocs[i].symbol].push_back(i);
-  double expected = double(n) / double(period);
+  // Judged on the steady part; the anchor's earlier occurrences still open iterations.
+  double expected = double(n - steady_from) / double(period);
   const std::vector<size_t>* anchor = nullptr;
   double lowest = 0;
   for (const auto& [sym, occ] : occurrences) {
-    if (occ.size() < 2 || double(occ.size()) < 0.8 * expected || double(occ.size()) > 1.2 * expected) continue;
+    auto first = std::lower_bound(occ.begin(), occ.end(), steady_from);
+    size_t count = size_t(occ.end() - first);
+    if (count < 2 || double(count) < 0.8 * expected || double(count) > 1.2 * expected) continue;
     size_t regular = 0;
-    for (size_t k = 1; k < occ.size(); ++k) {
-      size_t g = occ[k] - occ[k - 1];
+    for (auto k = first + 1; k != occ.end(); ++k) {
+      size_t g = *k - *(k - 1);
       regular += g * 10 >= period * 7 && g * 10 <= period * 13;
     }
-    if (regular * 10 < (occ.size() - 1) * 9) continue;
+    if (regular * 10 < (count - 1) * 9) continue;
     double mean = 0;
     for (size_t i : occ) mean += double(allocs[i].allocated_before);
     mean /= double(occ.size());
@@ -135,7 +184,7 @@ void detect_period(const std::vector<AllocRec>& allocs, Iterations& it) {
   } else {
     size_t phase = 0;
     double low = -1;
-    for (size_t ph = 0; ph < period; ++ph) {
+    for (size_t ph = steady_from; ph < steady_from + period; ++ph) {
       double sum = 0;
       size_t k = 0;
       for (size_t i = ph; i < n; i += period, ++k) sum += double(allocs[i].allocated_before);
@@ -146,17 +195,12 @@ void detect_period(const std::vector<AllocRec>& allocs, Iterations& it) {
   it.found = true;
   it.method = "repeating allocation sequence";
   it.evidence = std::to_string(period) + " allocations per iteration; " + pct(it.match_ratio) +
-                " of allocation stacks repeat one iteration later";
+                " of allocation stacks repeat one iteration later" +
+                (steady_from ? " (from allocation " + std::to_string(steady_from) + " on)" : "");
 }
 
-bool has_function(const snapshot::Snapshot& s, StackId st, std::string_view fn) {
-  for (auto f : s.stacks[st])
-    if (s.strings[s.frames[f].name] == fn) return true;
-  return false;
-}
-
-void marker_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d, const std::string& marker,
-                       Iterations& it) {
+void marker_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d, Sites& sites,
+                       const std::string& marker, Iterations& it) {
   // A record_function annotation of that name: each START opens an iteration.
   std::vector<int64_t> starts;
   for (const auto& a : snap.annotations)
@@ -173,12 +217,17 @@ void marker_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d
     }
     it.method = "annotation " + marker;
   } else {
-    // Allocations made inside the named function: each run of them opens an iteration.
+    // "file.py:LINE": each allocation at that site opens an iteration. A bare
+    // function name: each run of allocations whose site is in that function.
+    bool by_site = marker.find(':') != std::string::npos;
     bool prev = false;
     for (uint32_t i = 0; i < d.trace.size(); ++i) {
       if (d.trace[i].action != Action::Alloc) continue;
-      bool m = has_function(snap, d.trace[i].stack, marker);
-      if (m && !prev) it.boundaries.push_back(i);
+      const std::string& site = sites.site(d.trace[i].stack);
+      bool m = by_site ? site.rfind(marker, 0) == 0 && (site.size() == marker.size() || site[marker.size()] == ':')
+                       : site.size() > marker.size() && site.compare(site.size() - marker.size(), marker.size(), marker) == 0 &&
+                             site[site.size() - marker.size() - 1] == ':';
+      if (m && (by_site || !prev)) it.boundaries.push_back(i);
       prev = m;
     }
     it.method = "marker " + marker;
@@ -186,7 +235,72 @@ void marker_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d
   it.found = it.boundaries.size() >= 2;
   it.evidence = it.found ? std::to_string(it.boundaries.size()) + " iterations start at '" + marker + "'"
                          : "'" + marker + "' opens fewer than two iterations in the trace (no annotation of that "
-                                          "name and no allocation inside a function of that name)";
+                                          "name and fewer than two allocations at that site or function)";
+}
+
+// A training iteration frees most of what it allocates before the next one
+// starts; the layers of one forward pass keep their activations for backward.
+// A repeating unit that keeps most of its allocations is therefore not taken
+// for iterations (its "growth" would be reported as a leak otherwise).
+void reject_layer_loops(const std::vector<AllocRec>& allocs, Iterations& it) {
+  const auto& b = it.boundaries;
+  if (b.size() < 3) return;
+  std::vector<double> kept_share;
+  size_t a = 0;
+  for (size_t k = 0; k + 1 < b.size(); ++k) {
+    uint64_t total = 0, kept = 0;
+    while (a < allocs.size() && allocs[a].event < b[k]) ++a;
+    for (size_t j = a; j < allocs.size() && allocs[j].event < b[k + 1]; ++j) {
+      total += allocs[j].bytes;
+      if (allocs[j].freed_at == kBeforeWindow || allocs[j].freed_at >= b[k + 1]) kept += allocs[j].bytes;
+    }
+    if (total) kept_share.push_back(double(kept) / double(total));
+  }
+  double m = median(kept_share);
+  if (m > 0.5) {
+    it.found = false;
+    it.boundaries.clear();
+    it.evidence = "the allocation sequence repeats, but each repetition keeps " + pct(m) +
+                  " of the bytes it allocates until the next one: these are the layers of one pass (activations "
+                  "kept for backward), not training iterations";
+  }
+}
+
+// PyTorch's own step annotations (record_function): each optimizer step or
+// profiler step closes one training iteration.
+bool step_annotation(std::string_view name) {
+  return name.rfind("Optimizer.step#", 0) == 0 || name.rfind("ProfilerStep#", 0) == 0;
+}
+
+// Iteration boundaries from step annotations; false when the file has none.
+bool annotation_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d, Iterations& it) {
+  std::vector<int64_t> ends;
+  std::string name;
+  bool any = false;
+  for (const auto& a : snap.annotations) {
+    std::string_view n = snap.strings[a.name];
+    if (a.device != d.index || !step_annotation(n)) continue;
+    any = true;
+    if (snap.strings[a.stage] == "END" && a.time_us != snapshot::TraceEvent::kNoTime) {
+      ends.push_back(a.time_us);
+      if (name.empty()) name = std::string(n);
+    }
+  }
+  if (!any) return false;
+  std::sort(ends.begin(), ends.end());
+  // An iteration starts after each step's end that falls inside the trace.
+  for (int64_t t : ends) {
+    size_t e = 0;
+    while (e < d.trace.size() && (!d.trace[e].has_time() || d.trace[e].time_us <= t)) ++e;
+    if (e < d.trace.size() && (it.boundaries.empty() || it.boundaries.back() != e))
+      it.boundaries.push_back(static_cast<uint32_t>(e));
+  }
+  it.method = "annotation " + (name.empty() ? std::string("Optimizer.step") : name);
+  it.found = it.boundaries.size() >= 2;
+  it.evidence = it.found ? std::to_string(ends.size()) + " optimizer steps annotated in the file"
+                         : "the file annotates " + std::to_string(ends.size()) +
+                               " optimizer step(s): too few to delimit whole iterations";
+  return true;
 }
 
 bool is_forward_stack(const snapshot::Snapshot& s, StackId st) {
@@ -254,6 +368,7 @@ std::vector<Finding> trace_findings(const TraceAnalysis& t) {
                  "losses) and `del` them or keep `.item()` values instead."});
   }
   if (t.leaks.empty() && t.iterations.found && t.iterations.count >= 5 && t.iterations.growth_bytes_per_iteration > 0 &&
+      t.iterations.rising_share >= 0.7 &&
       t.peak && t.iterations.growth_bytes_per_iteration * double(t.iterations.count) > 0.05 * double(t.peak->allocated_bytes)) {
     f.push_back({"growth_unattributed", Severity::Warning,
                  "Allocated memory at the start of each iteration grows by " +
@@ -307,13 +422,21 @@ TraceAnalysis analyze_trace(const snapshot::Snapshot& snap, const snapshot::Devi
   ReplayState st = replay.start();
   Peak peak;
   bool have_peak = false;
+  std::unordered_map<uint64_t, size_t> live_alloc;  // address -> index in allocs
   for (uint32_t i = 0; i < d.trace.size(); ++i) {
     const auto& e = d.trace[i];
     uint64_t before = st.totals().allocated;
     st.step();
     if (e.action == Action::Alloc) {
       uint64_t sym = e.stack.v != 0 ? e.stack.v : (uint64_t{1} << 63) | e.size;
-      allocs.push_back({i, sym, before});
+      live_alloc[e.addr] = allocs.size();
+      allocs.push_back({i, sym, before, e.size});
+    } else if (e.action == Action::FreeRequested || e.action == Action::Free ||
+               (e.action == Action::FreeCompleted && live_alloc.count(e.addr))) {
+      if (auto f = live_alloc.find(e.addr); f != live_alloc.end()) {
+        allocs[f->second].freed_at = i;
+        live_alloc.erase(f);
+      }
     }
     const auto& t = st.totals();
     if (!have_peak || t.allocated > peak.allocated_bytes) {
@@ -333,8 +456,11 @@ TraceAnalysis analyze_trace(const snapshot::Snapshot& snap, const snapshot::Devi
 
   // ---- iterations -------------------------------------------------------------------
   Iterations& it = out.iterations;
-  if (!opt.iteration_marker.empty()) marker_boundaries(snap, d, opt.iteration_marker, it);
-  else detect_period(allocs, it);
+  if (!opt.iteration_marker.empty()) marker_boundaries(snap, d, sites, opt.iteration_marker, it);
+  else if (!annotation_boundaries(snap, d, it)) {
+    detect_period(allocs, it);
+    if (it.found) reject_layer_loops(allocs, it);
+  }
   if (it.found && it.boundaries.size() >= 2) {
     std::vector<uint64_t> ev_gaps;
     std::vector<int64_t> us_gaps;
@@ -358,7 +484,18 @@ TraceAnalysis analyze_trace(const snapshot::Snapshot& snap, const snapshot::Devi
       }
       s2.step();
     }
-    it.growth_bytes_per_iteration = slope(level);
+    // Theil-Sen: the median of the slopes between every pair of iterations, so
+    // one-off allocations (optimizer state in the first step) do not bend it.
+    std::vector<double> sample;
+    size_t step = std::max<size_t>(1, level.size() / 400);
+    for (size_t j = 0; j < level.size(); j += step) sample.push_back(level[j]);
+    std::vector<double> slopes;
+    for (size_t a = 0; a < sample.size(); ++a)
+      for (size_t b = a + 1; b < sample.size(); ++b) slopes.push_back((sample[b] - sample[a]) / double((b - a) * step));
+    it.growth_bytes_per_iteration = median(slopes);
+    size_t rising = 0;
+    for (size_t j = 1; j < level.size(); ++j) rising += level[j] > level[j - 1];
+    it.rising_share = level.size() > 1 ? double(rising) / double(level.size() - 1) : 0;
   } else if (it.found) {
     it.found = false;
     it.evidence = "only one iteration boundary in the trace";

@@ -63,8 +63,9 @@ void add_analyze(CLI::App& app) {
       ->option_text("US")
       ->excludes(at);
   cmd->add_option("--iteration-marker", args->iteration_marker,
-                  "Start an iteration at each record_function annotation of this name, or at allocations made "
-                  "inside a function of this name (default: find the repeating step in the trace)")
+                  "Where iterations start: a record_function annotation name, a site (train.py:110) whose "
+                  "every allocation opens one, or a function name (default: Optimizer.step annotations, else "
+                  "the repeating step found in the trace)")
       ->option_text("NAME");
   cmd->callback([args] {
     snapshot::Loaded loaded = load(args->file, args->common);

@@ -37,7 +37,8 @@ struct Iterations {
   std::optional<double> period_us;  // median time per iteration
   double match_ratio = 0;           // share of allocations that repeat one period later
   std::vector<uint32_t> boundaries;  // event index at which each iteration starts
-  double growth_bytes_per_iteration = 0;  // slope of allocated bytes at the boundaries
+  double growth_bytes_per_iteration = 0;  // trend of allocated bytes at the boundaries (Theil-Sen)
+  double rising_share = 0;                // share of iterations that start higher than the one before
   std::string evidence;  // why no period was found, or how it was
 };
 
