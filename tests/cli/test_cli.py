@@ -95,6 +95,42 @@ check("zstd input", rc == 0 and json.loads(out)["input"]["compression"] == "zstd
 rc, out3, err = run(["analyze", "--format", "json", snap])
 check("deterministic", out3 == first_json)
 
+# --- diff and its CI gate --------------------------------------------------------------------------
+step4 = os.path.join(TESTDATA, "snapgen", "leak.step4.pickle")
+step10 = os.path.join(TESTDATA, "snapgen", "leak.step10.pickle")
+with open(os.path.join(TESTDATA, "snapgen", "leak.step4.truth.json")) as f:
+    t4 = json.load(f)["per_device"][0]
+with open(os.path.join(TESTDATA, "snapgen", "leak.step10.truth.json")) as f:
+    t10 = json.load(f)["per_device"][0]
+grew = t10["allocated"] - t4["allocated"]
+rc, out, err = run(["diff", "--format", "json", step4, step10])
+check("diff json exit", rc == 0 and err == "", "%d %r" % (rc, err))
+doc = json.loads(out)
+for k in ("schema_version", "before", "after", "devices"):
+    check("diff json " + k, k in doc)
+dev = doc["devices"][0]
+for k in ("reserved_bytes", "allocated_bytes", "active_bytes", "requested_bytes"):
+    check("diff totals_delta." + k, dev["totals_delta"][k] == t10[k.replace("_bytes", "")] - t4[k.replace("_bytes", "")],
+          str(dev["totals_delta"]))
+for k in ("segments_only_before", "segments_only_after", "sites"):
+    check("diff json device." + k, k in dev)
+for k in ("site", "stack", "before_bytes", "after_bytes", "delta_bytes", "before_allocations", "after_allocations"):
+    check("diff json site." + k, k in dev["sites"][0])
+rc, out, err = run(["diff", step4, step10, "--fail-if-growth", str(grew)])
+check("growth at the limit passes", rc == 0 and err == "", "%d %r" % (rc, err))
+rc, out, err = run(["diff", step4, step10, "--fail-if-growth", str(grew - 1)])
+check("growth over the limit fails", rc == 1 and err.count("\n") == 1 and "grew by" in err and out != "",
+      "%d %r" % (rc, err))
+rc, out, err = run(["diff", step4, step10, "--fail-if-growth", "1KiB", "--format", "json"])
+check("json and a failed gate", rc == 1 and json.loads(out)["devices"], "%d %r" % (rc, err))
+rc, out, err = run(["diff", step4, step10, "--fail-if-growth", "lots"])
+check("bad size", rc == 2 and "not a size" in err, "%d %r" % (rc, err))
+rc, out, err = run(["diff", step4])
+check("diff needs two files", rc == 2, "%d %r" % (rc, err))
+rc, out, err = run(["diff", step4, step10])
+check("diff text fits 80 columns", rc == 0 and max(len(l) for l in out.splitlines()) <= 80,
+      max(out.splitlines(), key=len))
+
 for f in failures:
     print("FAIL " + f)
 print("%d failures" % len(failures))

@@ -1,0 +1,23 @@
+// Rendering of `memsnap diff`: a text table for people, one JSON document for scripts.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "memsnap/analysis/diff.hpp"
+#include "memsnap/report/analyze.hpp"
+#include "memsnap/snapshot/load.hpp"
+
+namespace memsnap::report {
+
+struct DiffView {
+  const snapshot::Loaded* before = nullptr;
+  const snapshot::Loaded* after = nullptr;
+  const std::vector<analysis::DeviceDiff>* devices = nullptr;
+  size_t top = 20;  // site rows in the text table (JSON lists them all)
+};
+
+void write_diff_text(std::ostream& out, const DiffView& view, const TextStyle& style);
+void write_diff_json(std::ostream& out, const DiffView& view);
+
+}  // namespace memsnap::report

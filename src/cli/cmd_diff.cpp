@@ -1,0 +1,66 @@
+// `memsnap diff BEFORE AFTER`: what changed between two snapshots; --fail-if-growth for CI.
+#include <future>
+#include <iostream>
+#include <memory>
+
+#include "common.hpp"
+#include "memsnap/analysis/diff.hpp"
+#include "memsnap/report/diff.hpp"
+#include "memsnap/units.hpp"
+
+namespace memsnap::cli {
+
+namespace {
+struct DiffArgs {
+  std::string before, after;
+  CommonOptions common;
+  std::string fail_if_growth;
+  size_t top = 20;
+};
+}  // namespace
+
+void add_diff(CLI::App& app) {
+  auto args = std::make_shared<DiffArgs>();
+  CLI::App* cmd = app.add_subcommand("diff", "What changed between two snapshots of one job, by allocation site");
+  cmd->add_option("BEFORE", args->before, "The earlier snapshot")->required();
+  cmd->add_option("AFTER", args->after, "The later snapshot")->required();
+  add_common_options(*cmd, args->common);
+  cmd->add_option("--fail-if-growth", args->fail_if_growth,
+                  "Exit with status 1 when allocated memory grew by more than SIZE on any device "
+                  "(e.g. 512MiB, 1.5GiB, 200MB)")
+      ->option_text("SIZE");
+  cmd->add_option("--top", args->top, "Changed stacks listed in the text table (default 20)")->option_text("N");
+  cmd->callback([args] {
+    std::optional<uint64_t> limit;
+    if (!args->fail_if_growth.empty()) {
+      limit = parse_size(args->fail_if_growth);
+      if (!limit) throw Failure("--fail-if-growth: not a size: '" + args->fail_if_growth + "'", kBadInput);
+    }
+    if (args->before == "-" && args->after == "-") throw Failure("only one of BEFORE and AFTER can be -", kBadInput);
+    // The two inputs are independent: parse them on both cores.
+    auto later = std::async(std::launch::async, [&] { return load(args->after, args->common); });
+    snapshot::Loaded before = load(args->before, args->common);
+    snapshot::Loaded after = later.get();
+    print_warnings(before);
+    print_warnings(after);
+    auto devices = analysis::diff_snapshots(before.snapshot, after.snapshot);
+    report::DiffView view{&before, &after, &devices, args->top};
+    if (args->common.format == Format::Json) report::write_diff_json(std::cout, view);
+    else report::write_diff_text(std::cout, view, text_style(args->common));
+    if (limit) {
+      for (const auto& d : devices) {
+        int64_t grew = int64_t(d.after.allocated_bytes) - int64_t(d.before.allocated_bytes);
+        if (grew > int64_t(*limit)) {
+          std::cout.flush();
+          throw Failure("allocated memory grew by " + human_bytes(uint64_t(grew)) + " on device " +
+                            std::to_string(d.device) + " (" + human_bytes(d.before.allocated_bytes) + " -> " +
+                            human_bytes(d.after.allocated_bytes) + "), more than --fail-if-growth " +
+                            human_bytes(*limit),
+                        kCheckFailed);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace memsnap::cli

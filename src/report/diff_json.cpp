@@ -1,0 +1,67 @@
+// `memsnap diff --format json`: the field names here are a contract with users' scripts.
+#include <ostream>
+
+#include "json_util.hpp"
+#include "memsnap/report/diff.hpp"
+#include "memsnap/version.hpp"
+
+namespace memsnap::report {
+
+using detail::Json;
+
+namespace {
+Json segments_json(const std::vector<analysis::SegmentRef>& segs) {
+  Json arr = Json::array();
+  for (const auto& s : segs)
+    arr.push_back({{"address", s.address}, {"size", s.size}, {"pool", snapshot::to_string(s.pool)}, {"stream", s.stream}});
+  return arr;
+}
+
+int64_t delta(uint64_t a, uint64_t b) { return int64_t(b) - int64_t(a); }
+}  // namespace
+
+void write_diff_json(std::ostream& out, const DiffView& v) {
+  Json doc;
+  doc["schema_version"] = kSchemaVersion;
+  doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
+  doc["before"] = detail::input_json(v.before->input, v.before->snapshot);
+  doc["after"] = detail::input_json(v.after->input, v.after->snapshot);
+  Json devices = Json::array();
+  for (const auto& d : *v.devices) {
+    Json j;
+    j["device"] = d.device;
+    j["in_before"] = d.in_before;
+    j["in_after"] = d.in_after;
+    j["totals_delta"] = {
+        {"reserved_bytes", delta(d.before.reserved_bytes, d.after.reserved_bytes)},
+        {"allocated_bytes", delta(d.before.allocated_bytes, d.after.allocated_bytes)},
+        {"active_bytes", delta(d.before.active_bytes, d.after.active_bytes)},
+        {"requested_bytes", delta(d.before.requested_bytes, d.after.requested_bytes)},
+        {"inactive_bytes", delta(d.before.inactive_bytes, d.after.inactive_bytes)},
+        {"largest_free_block_bytes", delta(d.before.largest_free_block_bytes, d.after.largest_free_block_bytes)},
+        {"segments", delta(d.before.segments, d.after.segments)},
+        {"blocks", delta(d.before.blocks, d.after.blocks)}};
+    j["segments_only_before"] = segments_json(d.segments_only_before);
+    j["segments_only_after"] = segments_json(d.segments_only_after);
+    Json sites = Json::array();
+    for (const auto& s : d.sites)
+      sites.push_back({{"site", s.site},
+                       {"stack", s.stack},
+                       {"before_bytes", s.before_bytes},
+                       {"after_bytes", s.after_bytes},
+                       {"delta_bytes", s.delta_bytes()},
+                       {"before_allocations", s.before_allocations},
+                       {"after_allocations", s.after_allocations},
+                       {"status", s.is_new() ? "new" : s.vanished() ? "vanished" : "both"}});
+    j["sites"] = std::move(sites);
+    devices.push_back(std::move(j));
+  }
+  doc["devices"] = std::move(devices);
+  Json warnings = Json::array();
+  for (const auto& w : v.before->snapshot.warnings) warnings.push_back("before: " + w);
+  for (const auto& w : v.after->snapshot.warnings) warnings.push_back("after: " + w);
+  doc["warnings"] = std::move(warnings);
+  detail::write_json(out, doc);
+}
+
+}  // namespace memsnap::report
