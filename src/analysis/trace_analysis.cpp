@@ -324,13 +324,16 @@ std::vector<Finding> trace_findings(const TraceAnalysis& t) {
   }
   double autograd = 0, list = 0, other = 0;
   std::string tiny_site, fwd_site, list_site, other_site;
+  auto add_name = [](std::string& names, const std::string& site) {
+    if (names.find(site) == std::string::npos) names += (names.empty() ? "" : " and ") + site;
+  };
   uint64_t iters = 0;
   for (const auto& l : t.leaks) {
     iters = std::max(iters, l.iterations_retained);
     if (l.pattern == "autograd_history") {
       autograd += l.growth_bytes_per_iteration;
       if (l.growth_bytes_per_iteration / std::max(1.0, l.growth_allocations_per_iteration) <= 512) {
-        if (tiny_site.empty()) tiny_site = l.site;
+        if (std::count(tiny_site.begin(), tiny_site.end(), ':') < 6) add_name(tiny_site, l.site);
       } else if (fwd_site.empty()) {
         fwd_site = l.site;
       }
@@ -345,8 +348,8 @@ std::vector<Finding> trace_findings(const TraceAnalysis& t) {
   auto per_iter = [](double b) { return human_bytes(uint64_t(std::llround(b))) + " per iteration"; };
   if (autograd > 0) {
     f.push_back({"leak_autograd_history", Severity::Critical,
-                 "Memory grows by " + per_iter(autograd) + ": a tiny tensor from " + tiny_site +
-                     " is kept every iteration together with the forward activations of its graph" +
+                 "Memory grows by " + per_iter(autograd) + ": tiny tensors from " + tiny_site +
+                     " are kept every iteration together with the forward activations of their graph" +
                      (fwd_site.empty() ? std::string() : " (largest from " + fwd_site + ")") +
                      ". This is accumulating autograd history across the training loop (e.g. `total_loss += loss`).",
                  "Accumulate a Python number instead: `total_loss += loss.item()` or `float(loss)` (or `loss.detach()`), "

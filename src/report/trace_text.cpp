@@ -63,11 +63,11 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
     if (p.time_us && t.trace.first_time_us) out << " (+" << duration(*p.time_us - *t.trace.first_time_us) << ")";
     out << '\n';
     if (!p.top_sites.empty()) {
-      size_t site_w = width - kHead - 2 - 12 - 8;
-      out << pad << pad_right("live at the peak, by site", site_w + 2) << pad_left("bytes", 12) << pad_left("blocks", 8)
+      size_t site_w = width - 4 - 12 - 8;
+      out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
           << '\n';
       for (const auto& s : p.top_sites)
-        out << pad << "  " << pad_right(fit(s.site, site_w), site_w) << pad_left(human_bytes(s.live_bytes), 12)
+        out << "    " << pad_right(fit(s.site, site_w), site_w) << pad_left(human_bytes(s.live_bytes), 12)
             << pad_left(with_commas(s.allocations), 8) << '\n';
     }
   }
@@ -77,7 +77,7 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
   if (!it.found) {
     out << wrap("none found: " + it.evidence, kHead, kHead, width) << '\n';
   } else {
-    std::string line = std::to_string(it.count) + " (" + it.method + "), " + with_commas(it.period_events) +
+    std::string line = std::to_string(it.count) + " found (" + it.method + "), " + with_commas(it.period_events) +
                        " events" + (it.period_us ? ", " + duration(int64_t(*it.period_us)) : std::string()) +
                        " each; allocated memory grows " + bytes_per_iter(it.growth_bytes_per_iteration) +
                        " per iteration";
@@ -90,13 +90,13 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
       out << "none: no site keeps allocations from iteration after iteration\n";
     } else {
       out << "sites that keep allocations from iteration after iteration:\n";
-      size_t site_w = width - kHead - 2 - 11 - 11 - 8 - 18;
-      out << pad << "  " << pad_right("site", site_w) << pad_left("per iter", 11) << pad_left("live now", 11)
-          << pad_left("iters", 8) << "  " << "pattern" << '\n';
+      size_t site_w = width - 4 - 11 - 11 - 7 - 2 - 16;
+      out << "    " << pad_right("site", site_w) << pad_left("per iter", 11) << pad_left("live now", 11)
+          << pad_left("iters", 7) << "  " << "pattern" << '\n';
       for (const auto& l : tr->leaks)
-        out << pad << "  " << pad_right(fit(l.site, site_w), site_w)
+        out << "    " << pad_right(fit(l.site, site_w), site_w)
             << pad_left(bytes_per_iter(l.growth_bytes_per_iteration), 11) << pad_left(human_bytes(l.live_bytes), 11)
-            << pad_left(std::to_string(l.iterations_retained), 8) << "  " << l.pattern << '\n';
+            << pad_left(std::to_string(l.iterations_retained), 7) << "  " << l.pattern << '\n';
     }
   }
 }
