@@ -20,6 +20,8 @@ struct AnalyzeArgs {
   std::optional<int64_t> at_time;
   std::optional<int> device;
   std::string iteration_marker;
+  std::string capacity;
+  std::string oom_size;
 };
 
 // The event a --at / --at-time option names on one device.
@@ -67,6 +69,14 @@ void add_analyze(CLI::App& app) {
                   "every allocation opens one, or a function name (default: Optimizer.step annotations, else "
                   "the repeating step found in the trace)")
       ->option_text("NAME");
+  cmd->add_option("--capacity", args->capacity,
+                  "The GPU's total memory (e.g. 80GiB): lets the OOM analysis tell memory held outside "
+                  "PyTorch's allocator")
+      ->option_text("SIZE");
+  cmd->add_option("--oom-size", args->oom_size,
+                  "Explain an OOM the trace does not hold, using the dumped state: the \"Tried to allocate\" "
+                  "size from the error message")
+      ->option_text("SIZE");
   cmd->callback([args] {
     snapshot::Loaded loaded = load(args->file, args->common);
     print_warnings(loaded);
@@ -77,6 +87,17 @@ void add_analyze(CLI::App& app) {
     analysis::Sites sites(snap);
     analysis::TraceOptions topt;
     topt.iteration_marker = args->iteration_marker;
+    analysis::OomOptions oopt;
+    auto size_option = [](const std::string& text, const char* name) -> std::optional<uint64_t> {
+      if (text.empty()) return std::nullopt;
+      auto v = parse_size(text);
+      if (!v || *v == 0) throw Failure(std::string(name) + ": not a size: '" + text + "'", kBadInput);
+      return v;
+    };
+    oopt.capacity = size_option(args->capacity, "--capacity");
+    oopt.assumed_request = size_option(args->oom_size, "--oom-size");
+    std::vector<std::vector<analysis::OomReport>> ooms;
+    std::vector<std::vector<analysis::Finding>> findings;
     std::vector<analysis::DeviceTotals> totals;
     std::vector<analysis::TraceAnalysis> traces;
     std::vector<std::optional<report::AtPoint>> ats;
@@ -96,8 +117,11 @@ void add_analyze(CLI::App& app) {
         ats.push_back(std::nullopt);
       }
       traces.push_back(analysis::analyze_trace(snap, d, replay, sites, topt));
+      ooms.push_back(analysis::analyze_ooms(snap, d, replay, sites, traces.back(), oopt));
+      auto& f = findings.emplace_back(analysis::oom_findings(ooms.back()));
+      f.insert(f.end(), traces.back().findings.begin(), traces.back().findings.end());
     }
-    report::AnalyzeView view{&loaded.input, &snap, &totals, &traces, &ats};
+    report::AnalyzeView view{&loaded.input, &snap, &totals, &traces, &ats, &ooms, &findings};
     if (args->common.format == Format::Json) report::write_analyze_json(std::cout, view);
     else report::write_analyze_text(std::cout, view, text_style(args->common));
   });

@@ -48,9 +48,8 @@ void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
       d["at"] = {{"event_index", a.event_index}, {"time_us", detail::opt(a.time_us)}, {"estimated_blocks", a.estimated_blocks}};
     }
     detail::add_trace_json(d, t, tr);
-    Json findings = Json::array();
-    if (tr) findings = detail::findings_json(tr->findings);
-    d["findings"] = std::move(findings);
+    detail::add_oom_json(d, v.ooms ? &(*v.ooms)[i] : nullptr);
+    d["findings"] = v.findings ? detail::findings_json((*v.findings)[i]) : Json::array();
     devices.push_back(std::move(d));
   }
   doc["devices"] = std::move(devices);

@@ -89,7 +89,8 @@ void write_analyze_text(std::ostream& out, const AnalyzeView& v, const TextStyle
     device_block(out, t, v.at ? (*v.at)[i] : std::nullopt, style);
     const analysis::TraceAnalysis* tr = v.trace ? &(*v.trace)[i] : nullptr;
     detail::write_trace_text(out, t, tr, style);
-    if (tr) detail::write_findings_text(out, tr->findings, style);
+    detail::write_oom_text(out, v.ooms ? &(*v.ooms)[i] : nullptr, t.trace.first_time_us, style);
+    if (v.findings) detail::write_findings_text(out, (*v.findings)[i], style);
   }
   if (v.totals->empty()) out << "the snapshot holds no devices (no segments and no trace)\n";
 }

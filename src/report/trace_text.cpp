@@ -33,6 +33,11 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
   out << '\n' << head("trace");
   if (t.trace.entries == 0) {
     out << "no entries (history recording was off, or enabled=\"state\")\n";
+    out << std::string(kHead, ' ')
+        << wrap("if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" figure) "
+                "explains it from the dumped state",
+                kHead, kHead, width)
+        << '\n';
     return;
   }
   out << with_commas(t.trace.entries) << (t.trace.entries == 1 ? " entry" : " entries");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/oom.hpp"
 #include "memsnap/analysis/trace_analysis.hpp"
 #include "memsnap/snapshot/load.hpp"
 
@@ -27,6 +28,8 @@ struct AnalyzeView {
   const std::vector<analysis::DeviceTotals>* totals = nullptr;
   const std::vector<analysis::TraceAnalysis>* trace = nullptr;
   const std::vector<std::optional<AtPoint>>* at = nullptr;
+  const std::vector<std::vector<analysis::OomReport>>* ooms = nullptr;
+  const std::vector<std::vector<analysis::Finding>>* findings = nullptr;  // every analysis's, per device
 };
 
 struct TextStyle {
