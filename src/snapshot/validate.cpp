@@ -40,17 +40,14 @@ std::vector<std::string> validate(const Snapshot& snap) {
     Collector stated(out);
     for (const Device& d : snap.devices) {
       for (const Segment& s : d.segments) {
-        uint64_t sum = 0, alloc = 0, active = 0, req = 0;
+        uint64_t sum = 0, alloc = 0, active = 0;
         bool gap = false;
         uint64_t cursor = s.address;
         for (const Block& b : d.blocks_of(s)) {
           sum += b.size;
           if (b.address != cursor) gap = true;
           cursor = b.address + b.size;
-          if (b.state == BlockState::ActiveAllocated) {
-            alloc += b.size;
-            req += b.requested_size;
-          }
+          if (b.state == BlockState::ActiveAllocated) alloc += b.size;
           if (b.is_active()) active += b.size;
         }
         if (sum != s.total_size)
