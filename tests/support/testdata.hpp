@@ -1,6 +1,7 @@
 // Paths and small readers shared by the unit tests.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,19 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
 inline std::vector<uint8_t> read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The real snapshots in ../shared/realdata (never copied into the project),
+/// sorted; empty when the folder is absent (callers report that as skipped).
+inline std::vector<std::filesystem::path> realdata_files() {
+  std::vector<std::filesystem::path> files;
+  if (!std::filesystem::is_directory(realdata())) return files;
+  for (const auto& entry : std::filesystem::directory_iterator(realdata())) {
+    auto ext = entry.path().extension();
+    if (ext == ".pickle" || ext == ".pkl" || ext == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 /// (snapshot file, truth file, snapgen arguments) rows of testdata/snapgen/MANIFEST.tsv.

@@ -75,15 +75,14 @@ TEST_CASE("a wrapped ring buffer starts mid-run and still replays consistently")
 }
 
 TEST_CASE("replay is consistent on every real snapshot") {
-  if (!std::filesystem::is_directory(test::realdata())) {
+  auto files = test::realdata_files();
+  if (files.empty()) {
     MESSAGE("SKIPPED: " << test::realdata() << " is absent");
     return;
   }
-  for (const auto& entry : std::filesystem::directory_iterator(test::realdata())) {
-    auto ext = entry.path().extension();
-    if (ext != ".pickle" && ext != ".pkl" && ext != ".json") continue;
-    CAPTURE(entry.path().filename().string());
-    auto l = snapshot::load_snapshot(entry.path().string());
+  for (const auto& path : files) {
+    CAPTURE(path.filename().string());
+    auto l = snapshot::load_snapshot(path.string());
     for (const auto& d : l.snapshot.devices) check_ends_at_dump(l.snapshot, d, true);
   }
 }

@@ -130,15 +130,14 @@ TEST_CASE("--iteration-marker: a site delimits iterations") {
 }
 
 TEST_CASE("no leak is reported on any real snapshot (false alarms are bugs too)") {
-  if (!std::filesystem::is_directory(test::realdata())) {
+  auto files = test::realdata_files();
+  if (files.empty()) {
     MESSAGE("SKIPPED: " << test::realdata() << " is absent");
     return;
   }
-  for (const auto& entry : std::filesystem::directory_iterator(test::realdata())) {
-    auto ext = entry.path().extension();
-    if (ext != ".pickle" && ext != ".pkl" && ext != ".json") continue;
-    CAPTURE(entry.path().filename().string());
-    auto l = snapshot::load_snapshot(entry.path().string());
+  for (const auto& path : files) {
+    CAPTURE(path.filename().string());
+    auto l = snapshot::load_snapshot(path.string());
     analysis::Sites sites(l.snapshot);
     for (const auto& d : l.snapshot.devices) {
       analysis::Replay r(l.snapshot, d);
