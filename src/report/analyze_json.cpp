@@ -4,6 +4,7 @@
 
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/version.hpp"
+#include "fragmentation_report.hpp"  // issue 3
 #include "json_util.hpp"
 
 namespace memsnap::report {
@@ -15,6 +16,7 @@ void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
   doc["input"] = detail::input_json(*v.input, *v.snapshot);
+  doc["allocator_settings"] = detail::settings_json(v.snapshot->settings);  // issue 3
   Json devices = Json::array();
   for (const auto& t : *v.totals) {
     Json d;
@@ -43,6 +45,7 @@ void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
     d["trace"] = {{"entries", t.trace.entries},
                   {"first_time_us", detail::opt(t.trace.first_time_us)},
                   {"last_time_us", detail::opt(t.trace.last_time_us)}};
+    detail::add_device_sections_json(d, v, t.device);  // issue 3: fragmentation, fits, findings
     devices.push_back(std::move(d));
   }
   doc["devices"] = std::move(devices);

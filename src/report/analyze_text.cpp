@@ -4,6 +4,7 @@
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/units.hpp"
 #include "memsnap/version.hpp"
+#include "fragmentation_report.hpp"  // issue 3
 #include "text_util.hpp"
 
 namespace memsnap::report {
@@ -88,11 +89,13 @@ void device_block(std::ostream& out, const analysis::DeviceTotals& t, const Text
 void write_analyze_text(std::ostream& out, const AnalyzeView& v, const TextStyle& style) {
   out << "memsnap " << kVersion << "  " << v.input->path << '\n';
   out << input_line(*v.input, *v.snapshot) << "\n\n";
+  detail::write_settings_text(out, v.snapshot->settings, style);  // issue 3 (ends with a blank line)
   bool first = true;
   for (const auto& t : *v.totals) {
     if (!first) out << '\n';
     first = false;
     device_block(out, t, style);
+    detail::write_device_sections_text(out, v, t.device, style);  // issue 3: fragmentation, fits, findings
   }
   if (v.totals->empty()) out << "the snapshot holds no devices (no segments and no trace)\n";
 }

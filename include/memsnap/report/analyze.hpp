@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/analysis/findings.hpp"
+#include "memsnap/analysis/fits.hpp"
+#include "memsnap/analysis/fragmentation.hpp"
 #include "memsnap/analysis/summary.hpp"
 #include "memsnap/snapshot/load.hpp"
 
@@ -15,6 +18,10 @@ struct AnalyzeView {
   const snapshot::InputInfo* input = nullptr;
   const snapshot::Snapshot* snapshot = nullptr;
   const std::vector<analysis::DeviceTotals>* totals = nullptr;
+  // Fragmentation (issue 3). Each vector, when set, is parallel to snapshot->devices.
+  const std::vector<analysis::Fragmentation>* fragmentation = nullptr;
+  const std::vector<analysis::FitsAnswer>* fits = nullptr;  // --fits
+  const std::vector<std::vector<analysis::Finding>>* findings = nullptr;
 };
 
 struct TextStyle {
