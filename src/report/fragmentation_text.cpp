@@ -168,10 +168,11 @@ void write_fragmentation_text(std::ostream& out, const analysis::Fragmentation& 
 
   if (!f.pinning_sites.empty()) {
     out << '\n' << "  " << heading("pinning sites", style) << ": live blocks in segments holding stranded memory\n";
-    out << wrap(f.regime == analysis::Regime::Classic
-                    ? "(a segment's stranded bytes are shared equally by its live blocks)"
-                    : "(a unit's stranded bytes (a classic segment, or one page of an expandable segment) are shared "
-                      "equally by the live blocks in it)",
+    out << wrap(f.regime == analysis::Regime::Classic      ? "(a segment's stranded bytes are shared equally by its live blocks)"
+                : f.regime == analysis::Regime::Expandable ? "(a page's stranded bytes are shared equally by the live "
+                                                             "blocks on that page)"
+                                                           : "(stranded bytes are shared equally by the live blocks of "
+                                                             "their classic segment, or of their expandable page)",
                 width, 2);
     const size_t site_w = width >= 80 ? width - 4 - 8 - 12 - 12 : 38;
     out << "    " << pad_right("site", site_w) << pad_left("blocks", 8) << pad_left("live", 12)
