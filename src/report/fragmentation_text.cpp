@@ -70,9 +70,9 @@ std::string wrap(const std::string& text, size_t width, size_t indent) {
     size_t j = text.find(' ', i);
     if (j == std::string::npos) j = text.size();
     std::string w = text.substr(i, j - i);
-    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "B,", "KiB,", "MiB,", "GiB,", "B)", "KiB)",
-                                  "MiB)", "GiB)", "B.", "KiB.", "MiB.", "GiB.", "B;", "KiB;", "MiB;", "GiB;"};
-    bool unit = std::find(std::begin(units), std::end(units), w) != std::end(units);
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::string stem = w.substr(0, w.find_last_not_of(".,;:)") + 1);
+    bool unit = std::find(std::begin(units), std::end(units), stem) != std::end(units);
     if (unit && !words.empty()) words.back() += " " + w;
     else if (!w.empty()) words.push_back(w);
     i = j + 1;
