@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <numeric>
+#include <vector>
 
 namespace memsnap::analysis::rules {
 
@@ -44,6 +46,37 @@ bool should_split(uint64_t block_size, uint64_t rounded, snapshot::Pool pool, bo
   if (pool == snapshot::Pool::Small || expandable) return remaining >= kMinBlockSize;
   bool below_max = !max_split_size || rounded < *max_split_size;
   return below_max && remaining > kSmallSize;
+}
+
+uint64_t expandable_page_size(snapshot::Pool pool) {
+  return pool == snapshot::Pool::Small ? kSmallBuffer : kLargeBuffer;
+}
+
+bool oversize_allows(uint64_t block_size, uint64_t rounded, std::optional<uint64_t> max_split_size) {
+  if (!max_split_size) return true;
+  if (rounded < *max_split_size) return block_size < *max_split_size;
+  return block_size < rounded + kLargeBuffer;
+}
+
+BestFit best_fit(std::span<const FreeBlockRef> blocks, uint64_t rounded, std::optional<uint64_t> max_split_size,
+                 bool expandable) {
+  // The free set is ordered by (size, address) for one stream, as torch's BlockComparatorSize.
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return blocks[a].size != blocks[b].size ? blocks[a].size < blocks[b].size : blocks[a].address < blocks[b].address;
+  });
+  auto it = std::find_if(order.begin(), order.end(), [&](size_t i) { return blocks[i].size >= rounded; });
+  BestFit out;
+  if (it == order.end()) return out;
+  if (expandable) {
+    // get_free_block moves on while the next block's size plus growable tail is smaller.
+    auto reach = [&](size_t i) { return blocks[i].size + std::min(blocks[i].growable_bytes, UINT64_MAX - blocks[i].size); };
+    for (auto next = it + 1; next != order.end() && reach(*next) < reach(*it); ++next) it = next;
+  }
+  if (!oversize_allows(blocks[*it].size, rounded, max_split_size)) out.rejected = *it;
+  else out.chosen = *it;
+  return out;
 }
 
 }  // namespace memsnap::analysis::rules

@@ -43,7 +43,9 @@ bool is_noise_frame(std::string_view file, std::string_view name) {
     if (contains(name, n)) return true;
   for (auto f : kFiles)
     if (contains(file, f)) return true;
-  return false;
+  // "/Register" and "/Redispatch" also match a bare file name (native frames often carry no directory).
+  std::string_view base = basename(file);
+  return base.substr(0, 8) == "Register" || base.substr(0, 10) == "Redispatch";
 }
 
 Sites::Sites(const snapshot::Snapshot& snap)

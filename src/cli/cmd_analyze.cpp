@@ -8,6 +8,7 @@
 #include "memsnap/analysis/summary.hpp"
 #include "memsnap/analysis/trace_analysis.hpp"
 #include "memsnap/units.hpp"
+#include "analyze_fragmentation.hpp"
 
 namespace memsnap::cli {
 
@@ -22,6 +23,7 @@ struct AnalyzeArgs {
   std::string iteration_marker;
   std::string capacity;
   std::string oom_size;
+  FitsOptions fits;
 };
 
 // The event a --at / --at-time option names on one device.
@@ -77,6 +79,7 @@ void add_analyze(CLI::App& app) {
                   "Explain an OOM the trace does not hold, using the dumped state: the \"Tried to allocate\" "
                   "size from the error message")
       ->option_text("SIZE");
+  add_fits_options(*cmd, args->fits);
   cmd->callback([args] {
     snapshot::Loaded loaded = load(args->file, args->common);
     print_warnings(loaded);
@@ -101,27 +104,39 @@ void add_analyze(CLI::App& app) {
     std::vector<analysis::DeviceTotals> totals;
     std::vector<analysis::TraceAnalysis> traces;
     std::vector<std::optional<report::AtPoint>> ats;
+    std::vector<analysis::Fragmentation> frags;
+    std::vector<analysis::FitsAnswer> fits;
+    std::optional<analysis::FitsQuery> fits_request = parse_fits(args->fits);
     for (const auto& d : snap.devices) {
       if (args->device && d.index != *args->device) continue;
       analysis::Replay replay(snap, d);
+      // The state the per-state sections describe: the dump, or the replay at --at.
       std::optional<uint32_t> at_event = resolve_at(*args, d);
+      snapshot::Device replayed;
+      const snapshot::Device* state = &d;
       if (at_event) {
-        snapshot::Device state = replay.state_after(*at_event).to_device(d.index);
-        state.trace = d.trace;  // the trace span still describes the whole file
-        totals.push_back(analysis::summarize(state));
+        replayed = replay.state_after(*at_event).to_device(d.index);
+        replayed.trace = d.trace;  // the trace span still describes the whole file
+        state = &replayed;
         const auto& e = d.trace[*at_event];
         ats.push_back(report::AtPoint{*at_event, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt,
                                       replay.estimated_blocks()});
       } else {
-        totals.push_back(analysis::summarize(d));
         ats.push_back(std::nullopt);
       }
+      totals.push_back(analysis::summarize(*state));
+      frags.push_back(analysis::analyze_fragmentation(snap, *state, sites));
+      if (fits_request) fits.push_back(analysis::would_fit(*state, snap.settings, *fits_request));
       traces.push_back(analysis::analyze_trace(snap, d, replay, sites, topt));
       ooms.push_back(analysis::analyze_ooms(snap, d, replay, sites, traces.back(), oopt));
+      // Findings, most urgent first: the OOM, then leaks, then the state's fragmentation.
       auto& f = findings.emplace_back(analysis::oom_findings(ooms.back()));
       f.insert(f.end(), traces.back().findings.begin(), traces.back().findings.end());
+      auto frag_findings = analysis::fragmentation_findings(frags.back(), snap.settings);
+      f.insert(f.end(), frag_findings.begin(), frag_findings.end());
     }
-    report::AnalyzeView view{&loaded.input, &snap, &totals, &traces, &ats, &ooms, &findings};
+    report::AnalyzeView view{&loaded.input, &snap, &totals, &traces, &ats, &ooms, &frags,
+                             fits_request ? &fits : nullptr, &findings};
     if (args->common.format == Format::Json) report::write_analyze_json(std::cout, view);
     else report::write_analyze_text(std::cout, view, text_style(args->common));
   });

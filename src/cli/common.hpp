@@ -41,5 +41,6 @@ void print_warnings(const snapshot::Loaded& loaded);
 
 void add_analyze(CLI::App& app);
 void add_diff(CLI::App& app);
+void add_segments(CLI::App& app);
 
 }  // namespace memsnap::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       "Run 'memsnap COMMAND --help' for a command's options.");
   add_analyze(app);
   add_diff(app);
+  add_segments(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -4,6 +4,7 @@
 
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/version.hpp"
+#include "fragmentation_report.hpp"
 #include "json_util.hpp"
 #include "sections.hpp"
 
@@ -16,6 +17,7 @@ void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
   doc["input"] = detail::input_json(*v.input, *v.snapshot);
+  doc["allocator_settings"] = detail::settings_json(v.snapshot->settings);
   Json devices = Json::array();
   for (size_t i = 0; i < v.totals->size(); ++i) {
     const auto& t = (*v.totals)[i];
@@ -47,6 +49,7 @@ void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
       const auto& a = *(*v.at)[i];
       d["at"] = {{"event_index", a.event_index}, {"time_us", detail::opt(a.time_us)}, {"estimated_blocks", a.estimated_blocks}};
     }
+    detail::add_device_sections_json(d, v, i);
     detail::add_trace_json(d, t, tr);
     detail::add_oom_json(d, v.ooms ? &(*v.ooms)[i] : nullptr);
     d["findings"] = v.findings ? detail::findings_json((*v.findings)[i]) : Json::array();

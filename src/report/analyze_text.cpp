@@ -4,6 +4,7 @@
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/units.hpp"
 #include "memsnap/version.hpp"
+#include "fragmentation_report.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
 
@@ -83,10 +84,12 @@ void device_block(std::ostream& out, const analysis::DeviceTotals& t, const std:
 void write_analyze_text(std::ostream& out, const AnalyzeView& v, const TextStyle& style) {
   out << "memsnap " << kVersion << "  " << v.input->path << '\n';
   out << input_line(*v.input, *v.snapshot) << "\n\n";
+  detail::write_settings_text(out, v.snapshot->settings, style);  // ends with a blank line when printed
   for (size_t i = 0; i < v.totals->size(); ++i) {
     if (i) out << '\n';
     const auto& t = (*v.totals)[i];
     device_block(out, t, v.at ? (*v.at)[i] : std::nullopt, style);
+    detail::write_device_sections_text(out, v, i, style);
     const analysis::TraceAnalysis* tr = v.trace ? &(*v.trace)[i] : nullptr;
     detail::write_trace_text(out, t, tr, style);
     detail::write_oom_text(out, v.ooms ? &(*v.ooms)[i] : nullptr, t.trace.first_time_us, style);

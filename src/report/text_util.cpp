@@ -1,8 +1,11 @@
 // Text layout helpers for the reporters.
 #include "text_util.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
+#include <vector>
 
 namespace memsnap::report::detail {
 
@@ -42,20 +45,38 @@ std::string utc_time(int64_t us) {
 }
 
 std::string wrap(const std::string& text, size_t first, size_t indent, size_t width) {
-  std::string out;
-  size_t col = first;
-  size_t i = 0;
-  bool line_start = true;
-  while (i < text.size()) {
+  // Words, with a unit kept on the line of its number ("26.00 MiB" never breaks).
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::vector<std::string> words;
+  for (size_t i = 0; i < text.size();) {
     size_t j = text.find(' ', i);
     if (j == std::string::npos) j = text.size();
-    std::string word = text.substr(i, j - i);
+    std::string w = text.substr(i, j - i);
+    std::string stem = w.substr(0, w.find_last_not_of(".,;:)") + 1);
+    bool unit = std::find(std::begin(units), std::end(units), stem) != std::end(units);
+    if (unit && !words.empty()) words.back() += " " + w;
+    else if (!w.empty()) words.push_back(w);
+    i = j + 1;
+  }
+  std::string out;
+  size_t col = first;
+  bool line_start = true;
+  size_t avail = width > indent + 20 ? width - indent : 20;
+  auto newline = [&] {
+    out += '\n';
+    out += std::string(indent, ' ');
+    col = indent;
+    line_start = true;
+  };
+  for (std::string word : words) {
     size_t w = display_width(word);
-    if (!line_start && col + 1 + w > width) {
-      out += '\n';
-      out += std::string(indent, ' ');
-      col = indent;
-      line_start = true;
+    if (!line_start && col + 1 + w > width) newline();
+    while (w > avail) {  // wider than a line (a C++ signature): cut it
+      if (!line_start) newline();
+      out += word.substr(0, avail);
+      word.erase(0, avail);
+      w = display_width(word);
+      newline();
     }
     if (!line_start) {
       out += ' ';
@@ -64,9 +85,19 @@ std::string wrap(const std::string& text, size_t first, size_t indent, size_t wi
     out += word;
     col += w;
     line_start = false;
-    i = j + 1;
   }
   return out;
+}
+
+std::string wrap_block(const std::string& text, size_t width, size_t indent) {
+  if (text.empty()) return "";
+  return std::string(indent, ' ') + wrap(text, indent, indent, width) + '\n';
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 std::string duration(int64_t us) {

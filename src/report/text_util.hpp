@@ -15,7 +15,12 @@ std::string stream_name(uint64_t stream);
 std::string utc_time(int64_t time_us);
 /// Word-wraps `text` to `width` columns; every line starts with `indent` spaces
 /// except the first, which starts with `first` (already printed by the caller).
+/// Units stay on the line of their number; a word wider than a line is cut.
 std::string wrap(const std::string& text, size_t first, size_t indent, size_t width);
+/// The same as a block: every line indented, newline-terminated ("" for empty text).
+std::string wrap_block(const std::string& text, size_t width, size_t indent);
+/// "0x7f3a00000000".
+std::string hex(uint64_t v);
 /// A duration in microseconds as "850 us", "12.3 ms", "4.56 s", "3 min 12 s".
 std::string duration(int64_t us);
 

@@ -1,4 +1,5 @@
 // Text for the trace part of `analyze`: span, replay, peak, iterations, leaks, findings.
+#include <cctype>
 #include <cmath>
 #include <ostream>
 
@@ -40,20 +41,22 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
         << '\n';
     return;
   }
-  out << with_commas(t.trace.entries) << (t.trace.entries == 1 ? " entry" : " entries");
+  std::string span = with_commas(t.trace.entries) + (t.trace.entries == 1 ? " entry" : " entries");
   if (t.trace.first_time_us && t.trace.last_time_us)
-    out << " over " << duration(*t.trace.last_time_us - *t.trace.first_time_us) << ", from "
-        << utc_time(*t.trace.first_time_us) << '\n';
+    span += " over " + duration(*t.trace.last_time_us - *t.trace.first_time_us) + ", from " +
+            utc_time(*t.trace.first_time_us);
   else
-    out << " (no timestamps)\n";
+    span += " (no timestamps)";
+  out << wrap(span, kHead, kHead, width) << '\n';
   if (!tr) return;
   std::string pad(kHead, ' ');
   if (tr->window_starts_mid_run)
-    out << pad << "the window starts mid-run: memory was allocated before its first event\n";
+    out << pad << wrap("the window starts mid-run: memory was allocated before its first event", kHead, kHead, width)
+        << '\n';
   if (tr->consistent) {
-    out << pad << "replay: consistent with the dumped state";
-    if (tr->estimated_blocks) out << " (" << with_commas(tr->estimated_blocks) << " block sizes inferred)";
-    out << '\n';
+    std::string line = "replay: consistent with the dumped state";
+    if (tr->estimated_blocks) line += " (" + with_commas(tr->estimated_blocks) + " block sizes inferred)";
+    out << pad << wrap(line, kHead, kHead, width) << '\n';
   } else if (tr->first_mismatch) {
     out << pad << wrap("replay: INCONSISTENT from event " + with_commas(tr->first_mismatch->event) + ": " +
                            tr->first_mismatch->what,
@@ -63,10 +66,10 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
 
   if (tr->peak) {
     const auto& p = *tr->peak;
-    out << head("peak") << human_bytes(p.allocated_bytes) << " allocated, " << human_bytes(p.reserved_bytes)
-        << " reserved, at event " << with_commas(p.event_index);
-    if (p.time_us && t.trace.first_time_us) out << " (+" << duration(*p.time_us - *t.trace.first_time_us) << ")";
-    out << '\n';
+    std::string line = human_bytes(p.allocated_bytes) + " allocated, " + human_bytes(p.reserved_bytes) +
+                       " reserved, at event " + with_commas(p.event_index);
+    if (p.time_us && t.trace.first_time_us) line += " (+" + duration(*p.time_us - *t.trace.first_time_us) + ")";
+    out << head("peak") << wrap(line, kHead, kHead, width) << '\n';
     if (!p.top_sites.empty()) {
       size_t site_w = width - 4 - 12 - 8;
       out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
@@ -107,18 +110,23 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
 }
 
 void write_findings_text(std::ostream& out, const std::vector<analysis::Finding>& findings, const TextStyle& style) {
-  if (findings.empty()) return;
-  size_t width = static_cast<size_t>(std::max(60, std::min(style.width, 120)));
-  const char* bold = style.color ? "\033[1m" : "";
-  const char* reset = style.color ? "\033[0m" : "";
-  out << '\n' << "  " << bold << "findings" << reset << '\n';
+  const size_t width = static_cast<size_t>(std::max(60, std::min(style.width, 120)));
+  out << '\n' << "  " << (style.color ? "\033[1m" : "") << "findings" << (style.color ? "\033[0m" : "") << '\n';
+  if (findings.empty()) {
+    out << "    none: nothing here crosses a threshold\n";
+    return;
+  }
   for (const auto& f : findings) {
     std::string sev = analysis::to_string(f.severity);
-    const char* colour = !style.color ? "" : f.severity == analysis::Severity::Critical ? "\033[31m"
-                                         : f.severity == analysis::Severity::Warning  ? "\033[33m"
-                                                                                       : "";
-    out << "  " << colour << pad_right(sev, 9) << reset << wrap(f.message, 11, 11, width) << '\n';
-    if (!f.advice.empty()) out << std::string(11, ' ') << wrap("fix: " + f.advice, 11, 16, width) << '\n';
+    for (char& c : sev) c = char(std::toupper(static_cast<unsigned char>(c)));
+    if (style.color) {
+      const char* c = f.severity == analysis::Severity::Critical  ? "\033[1;31m"
+                      : f.severity == analysis::Severity::Warning ? "\033[1;33m"
+                                                                  : "\033[1;36m";
+      sev = c + sev + "\033[0m";
+    }
+    out << "  " << sev << "  " << f.kind << '\n' << wrap_block(f.message, width, 4);
+    if (!f.advice.empty()) out << wrap_block("fix: " + f.advice, width, 4);
   }
 }
 

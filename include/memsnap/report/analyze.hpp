@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/analysis/findings.hpp"
+#include "memsnap/analysis/fits.hpp"
+#include "memsnap/analysis/fragmentation.hpp"
 #include "memsnap/analysis/summary.hpp"
 #include "memsnap/analysis/oom.hpp"
 #include "memsnap/analysis/trace_analysis.hpp"
@@ -29,6 +32,8 @@ struct AnalyzeView {
   const std::vector<analysis::TraceAnalysis>* trace = nullptr;
   const std::vector<std::optional<AtPoint>>* at = nullptr;
   const std::vector<std::vector<analysis::OomReport>>* ooms = nullptr;
+  const std::vector<analysis::Fragmentation>* fragmentation = nullptr;
+  const std::vector<analysis::FitsAnswer>* fits = nullptr;  // --fits
   const std::vector<std::vector<analysis::Finding>>* findings = nullptr;  // every analysis's, per device
 };
 

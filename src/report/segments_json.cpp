@@ -1,0 +1,64 @@
+// `memsnap segments --format json`: the shown segments with their accounting and blocks.
+#include <ostream>
+
+#include "fragmentation_report.hpp"
+#include "memsnap/report/segments.hpp"
+#include "memsnap/version.hpp"
+
+namespace memsnap::report {
+
+void write_segments_json(std::ostream& out, const SegmentsView& v) {
+  using detail::Json;
+  Json doc;
+  doc["schema_version"] = kSchemaVersion;
+  doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
+  doc["input"] = detail::input_json(*v.input, *v.snapshot);
+  doc["allocator_settings"] = detail::settings_json(v.snapshot->settings);
+  doc["order"] = "stranded_bytes descending, then fragmentation descending, then free_bytes descending, then address";
+  Json devices = Json::array();
+  for (size_t di = 0; di < v.snapshot->devices.size(); ++di) {
+    const snapshot::Device& d = v.snapshot->devices[di];
+    const analysis::Fragmentation& f = (*v.fragmentation)[di];
+    const std::vector<uint32_t>& order = (*v.order)[di];
+    size_t shown = v.top == 0 ? order.size() : std::min(v.top, order.size());
+    Json segs = Json::array();
+    for (size_t i = 0; i < shown; ++i) {
+      const snapshot::Segment& s = d.segments[order[i]];
+      const analysis::SegmentFragmentation& sf = f.segments[order[i]];
+      Json blocks = Json::array();
+      for (const auto& b : d.blocks_of(s)) {
+        Json jb = {{"address", b.address}, {"size_bytes", b.size}, {"state", snapshot::to_string(b.state)}};
+        if (b.is_active()) {
+          jb["requested_bytes"] = b.requested_size;
+          jb["site"] = v.sites->site(b.stack);
+        }
+        blocks.push_back(std::move(jb));
+      }
+      segs.push_back({{"address", s.address},
+                      {"pool", snapshot::to_string(s.pool)},
+                      {"pool_id", Json::array({s.pool_id[0], s.pool_id[1]})},
+                      {"stream", s.stream},
+                      {"expandable", s.expandable},
+                      {"size_bytes", s.total_size},
+                      {"requested_bytes", sf.requested_bytes},
+                      {"internal_free_bytes", sf.internal_free_bytes},
+                      {"pending_free_bytes", sf.pending_free_bytes},
+                      {"free_bytes", sf.external_free_bytes},
+                      {"releasable_bytes", sf.releasable_bytes},
+                      {"stranded_bytes", sf.stranded_bytes},
+                      {"largest_free_block_bytes", sf.largest_free_block_bytes},
+                      {"fragmentation", sf.fragmentation},
+                      {"blocks", std::move(blocks)}});
+    }
+    devices.push_back({{"device", d.index},
+                       {"regime", analysis::to_string(f.regime)},
+                       {"segments_total", order.size()},
+                       {"segments_shown", shown},
+                       {"segments", std::move(segs)}});
+  }
+  doc["devices"] = std::move(devices);
+  doc["warnings"] = v.snapshot->warnings;
+  detail::write_json(out, doc);
+}
+
+}  // namespace memsnap::report
