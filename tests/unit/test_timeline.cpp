@@ -1,0 +1,202 @@
+// The timeline series: ends at the dump, keeps the peak through downsampling, sites sum to allocated, OOMs marked.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/timeline.hpp"
+#include "memsnap/snapshot/load.hpp"
+#include "support/testdata.hpp"
+
+using namespace memsnap;
+
+namespace {
+
+struct Built {
+  snapshot::Loaded loaded;
+  std::unique_ptr<analysis::Sites> sites;
+  std::vector<analysis::Timeline> timelines;    // one per device
+  std::vector<analysis::TraceAnalysis> traces;  // analyze_trace of the same device
+};
+
+Built build(const std::filesystem::path& p, analysis::TimelineOptions opt = {}) {
+  Built b{snapshot::load_snapshot(p.string()), nullptr, {}, {}};
+  b.sites = std::make_unique<analysis::Sites>(b.loaded.snapshot);
+  for (const auto& d : b.loaded.snapshot.devices) {
+    analysis::Replay r(b.loaded.snapshot, d);
+    b.timelines.push_back(analysis::build_timeline(b.loaded.snapshot, d, r, *b.sites, opt));
+    b.traces.push_back(analysis::analyze_trace(b.loaded.snapshot, d, r, *b.sites));
+  }
+  return b;
+}
+
+analysis::TimelineOptions opts(size_t max_points, bool by_site = false, size_t top = 8) {
+  analysis::TimelineOptions o;
+  o.max_points = max_points;
+  o.by_site = by_site;
+  o.top_sites = top;
+  return o;
+}
+
+const char* kFixtures[] = {"leak", "frag", "devices2", "expandable", "streams2", "ring", "cpp", "train"};
+
+}  // namespace
+
+TEST_CASE("timeline: the series ends at the dumped totals and is in event order") {
+  for (const char* name : kFixtures) {
+    CAPTURE(name);
+    auto b = build(test::testdata(std::string("snapgen/") + name + ".pickle"), opts(200));
+    for (size_t k = 0; k < b.timelines.size(); ++k) {
+      const auto& t = b.timelines[k];
+      const auto& d = b.loaded.snapshot.devices[k];
+      CAPTURE(d.index);
+      REQUIRE_FALSE(t.points.empty());
+      CHECK(t.points.size() <= 200);
+      CHECK(t.timed);
+      auto want = analysis::summarize(d);
+      const auto& last = t.points.back();
+      CHECK(last.event_index == d.trace.size() - 1);
+      CHECK(last.allocated == want.allocated_bytes);
+      CHECK(last.active == want.active_bytes);
+      CHECK(last.reserved == want.reserved_bytes);
+      CHECK(t.points.front().event_index == 0);
+      for (size_t i = 1; i < t.points.size(); ++i) CHECK(t.points[i - 1].event_index < t.points[i].event_index);
+      for (const auto& p : t.points) {
+        CHECK(p.allocated <= p.active);
+        CHECK(p.active <= p.reserved);
+      }
+    }
+  }
+}
+
+TEST_CASE("timeline: downsampling keeps the peak and every series' extremes") {
+  for (const char* name : {"frag", "leak", "expandable"}) {
+    CAPTURE(name);
+    auto full = build(test::testdata(std::string("snapgen/") + name + ".pickle"), opts(1000000));
+    auto few = build(test::testdata(std::string("snapgen/") + name + ".pickle"), opts(64));
+    const auto& f = full.timelines[0];
+    const auto& s = few.timelines[0];
+    REQUIRE(f.points.size() == f.events);  // nothing dropped when it fits
+    REQUIRE(f.events > 64);
+    CHECK(s.points.size() <= 64);
+    REQUIRE(full.traces[0].peak);
+    const auto& peak = *full.traces[0].peak;
+    REQUIRE(s.peak);
+    CHECK(s.peak->allocated_bytes == peak.allocated_bytes);
+    CHECK(s.peak->event_index == peak.event_index);
+    auto has_peak = std::any_of(s.points.begin(), s.points.end(), [&](const auto& p) {
+      return p.event_index == peak.event_index && p.allocated == peak.allocated_bytes;
+    });
+    CHECK(has_peak);
+    for (auto field :
+         {&analysis::TimelinePoint::allocated, &analysis::TimelinePoint::active, &analysis::TimelinePoint::reserved}) {
+      auto by = [&](const auto& a, const auto& b) { return a.*field < b.*field; };
+      CHECK((*std::max_element(s.points.begin(), s.points.end(), by)).*field ==
+            (*std::max_element(f.points.begin(), f.points.end(), by)).*field);
+      CHECK((*std::min_element(s.points.begin(), s.points.end(), by)).*field ==
+            (*std::min_element(f.points.begin(), f.points.end(), by)).*field);
+    }
+    CHECK((*std::max_element(s.points.begin(), s.points.end(), [](const auto& a, const auto& b) {
+            return a.allocated < b.allocated;
+          })).allocated == peak.allocated_bytes);
+    // Every kept point is the real state at its event.
+    for (const auto& p : s.points) {
+      const auto& q = f.points[p.event_index];
+      CHECK(q.event_index == p.event_index);
+      CHECK(q.allocated == p.allocated);
+      CHECK(q.reserved == p.reserved);
+    }
+  }
+}
+
+TEST_CASE("select_points: a one-event spike survives, forced events are kept, the budget holds") {
+  std::vector<std::array<uint64_t, 3>> series(10000, {100, 100, 200});
+  series[4321] = {900, 900, 900};
+  series[777] = {5, 5, 200};
+  auto keep = analysis::select_points(series, 50, {0, 9999, 1234});
+  CHECK(keep.size() <= 50);
+  CHECK(std::is_sorted(keep.begin(), keep.end()));
+  for (uint32_t e : {0u, 9999u, 1234u, 4321u, 777u}) CHECK(std::binary_search(keep.begin(), keep.end(), e));
+  auto all = analysis::select_points(series, 20000, {});
+  CHECK(all.size() == 10000);
+}
+
+TEST_CASE("timeline --by-site: the sites and other sum to allocated at every point") {
+  auto check_file = [](const std::filesystem::path& p, size_t top) {
+    CAPTURE(p.string());
+    auto b = build(p, opts(300, true, top));
+    for (const auto& t : b.timelines) {
+      if (t.points.empty()) continue;
+      REQUIRE(t.by_site);
+      REQUIRE(t.site_columns() == t.sites.size() + 1);
+      REQUIRE(t.site_bytes.size() == t.points.size() * t.site_columns());
+      CHECK(t.sites.size() <= top);
+      for (size_t i = 0; i < t.points.size(); ++i) {
+        uint64_t sum = 0;
+        for (size_t c = 0; c < t.site_columns(); ++c) sum += t.site_value(i, c);
+        CHECK(sum == t.points[i].allocated);
+        for (size_t c = 0; c < t.sites.size(); ++c) CHECK(t.site_value(i, c) <= t.sites[c].peak_live_bytes);
+      }
+      for (size_t c = 1; c < t.sites.size(); ++c) CHECK(t.sites[c - 1].peak_live_bytes >= t.sites[c].peak_live_bytes);
+    }
+  };
+  for (const char* name : kFixtures) check_file(test::testdata(std::string("snapgen/") + name + ".pickle"), 8);
+  check_file(test::testdata("snapgen/frag.pickle"), 2);
+  if (std::filesystem::is_directory(test::realdata())) {
+    for (const char* name :
+         {"bcrafton__assignment2-systems__memory_snapshot.pickle", "cranberrii__ftcourse__memory_snapshot.pickle",
+          "Nesta-gitU__discrete_diffusion__memory_snapshot.json"}) {
+      auto p = test::realdata() / name;
+      if (std::filesystem::exists(p)) check_file(p, 8);
+    }
+  }
+}
+
+TEST_CASE("timeline --by-site: a site's peak is what its column reaches in the full series") {
+  auto b = build(test::testdata("snapgen/leak.pickle"), opts(1000000, true, 64));
+  const auto& t = b.timelines[0];
+  auto truth = test::read_json_file(test::testdata("snapgen/leak.truth.json"));
+  bool leak_site = false;
+  for (size_t c = 0; c < t.sites.size(); ++c) {
+    uint64_t mx = 0;
+    for (size_t i = 0; i < t.points.size(); ++i) mx = std::max(mx, t.site_value(i, c));
+    CHECK(mx == t.sites[c].peak_live_bytes);
+    if (t.sites[c].site == truth["leak"]["site"].get<std::string>()) {
+      leak_site = true;
+      CHECK(t.site_value(t.points.size() - 1, c) > 0);  // what it leaked is still live at the dump
+    }
+    CHECK_FALSE(t.sites[c].stack.empty());
+  }
+  CHECK(leak_site);
+}
+
+TEST_CASE("timeline: the OOM of frag.pickle is marked with the truth's request; iterations as analyze finds them") {
+  auto b = build(test::testdata("snapgen/frag.pickle"), opts(100));
+  auto truth = test::read_json_file(test::testdata("snapgen/frag.truth.json"));
+  const auto& t = b.timelines[0];
+  REQUIRE(t.ooms.size() == 1);
+  CHECK(t.ooms[0].requested_bytes == truth["oom"]["requested_rounded"].get<uint64_t>());
+  CHECK(t.ooms[0].device_free_bytes == truth["oom"]["device_free"].get<uint64_t>());
+  CHECK(t.ooms[0].time_us.has_value());
+  CHECK(std::any_of(t.points.begin(), t.points.end(),
+                    [&](const auto& p) { return p.event_index == t.ooms[0].event_index; }));
+  const auto& it = b.traces[0].iterations;
+  REQUIRE(it.found);
+  REQUIRE(t.iteration_starts.size() == it.boundaries.size());
+  for (size_t k = 0; k < it.boundaries.size(); ++k) CHECK(t.iteration_starts[k].event_index == it.boundaries[k]);
+
+  auto leak = build(test::testdata("snapgen/leak.pickle"));
+  CHECK(leak.timelines[0].ooms.empty());
+}
+
+TEST_CASE("timeline: a device without trace entries has no points") {
+  auto l = snapshot::load_snapshot(test::testdata("snapgen/frag.pickle").string());
+  auto d = l.snapshot.devices[0];
+  d.trace.clear();
+  analysis::Replay r(l.snapshot, d);
+  analysis::Sites sites(l.snapshot);
+  auto t = analysis::build_timeline(l.snapshot, d, r, sites, {});
+  CHECK(t.events == 0);
+  CHECK(t.points.empty());
+  CHECK_FALSE(t.peak.has_value());
+}
