@@ -40,5 +40,6 @@ report::TextStyle text_style(const CommonOptions& options);
 void print_warnings(const snapshot::Loaded& loaded);
 
 void add_analyze(CLI::App& app);
+void add_timeline(CLI::App& app);
 
 }  // namespace memsnap::cli

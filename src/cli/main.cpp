@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
       "Exit status: 0 success, 1 a check failed, 2 usage or input error.\n"
       "Run 'memsnap COMMAND --help' for a command's options.");
   add_analyze(app);
+  add_timeline(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

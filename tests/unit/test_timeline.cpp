@@ -2,9 +2,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
+#include <sstream>
 
 #include "memsnap/analysis/summary.hpp"
 #include "memsnap/analysis/timeline.hpp"
+#include "memsnap/report/timeline.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
 
@@ -39,6 +42,38 @@ analysis::TimelineOptions opts(size_t max_points, bool by_site = false, size_t t
 }
 
 const char* kFixtures[] = {"leak", "frag", "devices2", "expandable", "streams2", "ring", "cpp", "train"};
+
+// RFC 4180 records (quoted fields with doubled quotes; LF or CRLF line ends).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        field += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        field += c;
+    } else if (c == '"') {
+      quoted = any = true;
+    } else if (c == ',') {
+      row.push_back(field), field.clear();
+    } else if (c == '\r') {
+    } else if (c == '\n') {
+      row.push_back(field), field.clear();
+      rows.push_back(row), row.clear();
+    } else {
+      field += c;
+    }
+  }
+  (void)any;
+  if (!field.empty() || !row.empty()) row.push_back(field), rows.push_back(row);
+  return rows;
+}
 
 }  // namespace
 
@@ -199,4 +234,100 @@ TEST_CASE("timeline: a device without trace entries has no points") {
   CHECK(t.events == 0);
   CHECK(t.points.empty());
   CHECK_FALSE(t.peak.has_value());
+}
+
+TEST_CASE("timeline CSV: header, one row per point, sites sum to allocated") {
+  auto b = build(test::testdata("snapgen/devices2.pickle"), opts(100, true, 3));
+  report::TimelineView view{&b.loaded.input, &b.timelines};
+  std::ostringstream out;
+  report::write_timeline_csv(out, view);
+  auto rows = parse_csv(out.str());
+  REQUIRE(rows.size() >= 2);
+  const auto& head = rows[0];
+  REQUIRE(head.size() >= 7);
+  CHECK(std::vector<std::string>(head.begin(), head.begin() + 6) ==
+        std::vector<std::string>{"device", "event_index", "time_us", "allocated_bytes", "active_bytes",
+                                 "reserved_bytes"});
+  CHECK(head.back() == "other");
+  size_t points = 0;
+  for (const auto& t : b.timelines) points += t.points.size();
+  CHECK(rows.size() == points + 1);
+  std::set<std::string> devices;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    REQUIRE(rows[r].size() == head.size());
+    devices.insert(rows[r][0]);
+    uint64_t sum = 0;
+    for (size_t c = 6; c < head.size(); ++c)
+      if (!rows[r][c].empty()) sum += std::stoull(rows[r][c]);
+    CHECK(sum == std::stoull(rows[r][3]));
+    CHECK_FALSE(rows[r][2].empty());  // timed
+  }
+  CHECK(devices == std::set<std::string>{"0", "1"});
+  // The last row of each device is the dump.
+  CHECK(std::stoull(rows.back()[3]) == analysis::summarize(b.loaded.snapshot.devices[1]).allocated_bytes);
+
+  // Without --by-site: exactly the six columns.
+  auto plain = build(test::testdata("snapgen/leak.pickle"));
+  report::TimelineView pv{&plain.loaded.input, &plain.timelines};
+  std::ostringstream po;
+  report::write_timeline_csv(po, pv);
+  auto prow = parse_csv(po.str());
+  CHECK(prow[0].size() == 6);
+  CHECK(prow.size() == plain.timelines[0].points.size() + 1);
+}
+
+TEST_CASE("timeline CSV and SVG: site names with commas, quotes and markup are quoted and escaped") {
+  const std::string nasty = "at::native::copy_<float, 2>(Tensor&, \"x\") & more";
+  analysis::Timeline t;
+  t.device = 0;
+  t.events = 2;
+  t.timed = true;
+  t.first_time_us = 1000;
+  t.last_time_us = 3000;
+  t.points = {{0, 1000, 512, 512, 2097152}, {1, 3000, 1024, 1024, 2097152}};
+  t.by_site = true;
+  t.sites = {{nasty, {nasty}, 1024}};
+  t.site_bytes = {512, 0, 1024, 0};
+  t.peak = analysis::Peak{};
+  t.peak->event_index = 1;
+  t.peak->time_us = 3000;
+  t.peak->allocated_bytes = 1024;
+  t.ooms = {{1, 3000, 4096, 0, 1024, 2097152}};
+  std::vector<analysis::Timeline> tls = {t};
+  snapshot::InputInfo in;
+  in.path = "dir/a<b>&c.pickle";
+  report::TimelineView view{&in, &tls};
+
+  std::ostringstream csv;
+  report::write_timeline_csv(csv, view);
+  auto rows = parse_csv(csv.str());
+  REQUIRE(rows.size() == 3);
+  REQUIRE(rows[0].size() == 8);
+  CHECK(rows[0][6] == nasty);
+  CHECK(rows[2][6] == "1024");
+
+  std::ostringstream svg;
+  report::write_timeline_svg(svg, view, {});
+  std::string s = svg.str();
+  CHECK(s.find("<script") == std::string::npos);
+  CHECK(s.find("copy_<float") == std::string::npos);
+  CHECK(s.find("a<b>") == std::string::npos);
+  CHECK(s.find("copy_&lt;float, 2&gt;(Tensor&amp;, &quot;x&quot;)") != std::string::npos);
+  CHECK(s.find("a&lt;b&gt;&amp;c.pickle") != std::string::npos);
+  CHECK(s.find("href") == std::string::npos);  // no external references
+  // Every '&' starts an entity.
+  for (size_t i = s.find('&'); i != std::string::npos; i = s.find('&', i + 1)) {
+    auto semi = s.find(';', i);
+    REQUIRE(semi != std::string::npos);
+    std::string ent = s.substr(i, semi - i + 1);
+    CHECK((ent == "&amp;" || ent == "&lt;" || ent == "&gt;" || ent == "&quot;" || ent == "&apos;"));
+  }
+}
+
+TEST_CASE("xml_escape: control characters and broken UTF-8 become U+FFFD, valid UTF-8 stays") {
+  CHECK(report::xml_escape("a\x01z") == "a\xEF\xBF\xBDz");
+  CHECK(report::xml_escape("\xC3\xA9t\xC3\xA9") == "\xC3\xA9t\xC3\xA9");
+  CHECK(report::xml_escape("x\xFFy") == "x\xEF\xBF\xBDy");
+  CHECK(report::xml_escape("\xE2\x82") == "\xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK(report::xml_escape("<&>") == "&lt;&amp;&gt;");
 }
