@@ -42,5 +42,6 @@ void print_warnings(const snapshot::Loaded& loaded);
 void add_analyze(CLI::App& app);
 void add_diff(CLI::App& app);
 void add_segments(CLI::App& app);
+void add_timeline(CLI::App& app);
 
 }  // namespace memsnap::cli

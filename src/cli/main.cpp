@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_analyze(app);
   add_diff(app);
   add_segments(app);
+  add_timeline(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,33 @@
+// Rendering of `memsnap timeline`: a self-contained SVG picture, or the same series as CSV.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "memsnap/analysis/timeline.hpp"
+#include "memsnap/snapshot/load.hpp"
+
+namespace memsnap::report {
+
+struct TimelineView {
+  const snapshot::InputInfo* input = nullptr;
+  const std::vector<analysis::Timeline>* timelines = nullptr;  // one per plotted device
+};
+
+struct SvgOptions {
+  int width = 1200;        // pixels
+  int panel_height = 420;  // pixels per device
+};
+
+/// One SVG document: a panel per device, no scripts, no external references.
+void write_timeline_svg(std::ostream& out, const TimelineView& view, const SvgOptions& options);
+/// CSV (fields quoted per RFC 4180, LF line ends):
+/// device,event_index,time_us,allocated_bytes,active_bytes,reserved_bytes then, with sites, one column per site (the
+/// union over devices; empty where a site is not among a device's top sites) and "other".
+void write_timeline_csv(std::ostream& out, const TimelineView& view);
+
+/// Text as XML character data or attribute value (&, <, >, ", ' escaped;
+/// control characters and invalid UTF-8 replaced).
+std::string xml_escape(std::string_view text);
+
+}  // namespace memsnap::report
