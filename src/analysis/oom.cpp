@@ -18,9 +18,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "memsnap/analysis/allocator_rules.hpp"
+#include "memsnap/analysis/fits.hpp"
+#include "memsnap/analysis/fragmentation.hpp"
+#include "memsnap/analysis/summary.hpp"
 #include "memsnap/units.hpp"
 
 namespace memsnap::analysis {
@@ -36,54 +38,34 @@ std::string pct_of(uint64_t part, uint64_t whole) {
   return std::to_string(int(std::lround(100.0 * double(part) / double(whole)))) + "%";
 }
 
-// Could a free block of `size` serve `rounded` under the max_split_size rules?
-bool may_serve(uint64_t size, uint64_t rounded, const snapshot::AllocatorSettings& s) {
-  if (size < rounded) return false;
-  if (!s.max_split_size) return true;
-  uint64_t m = *s.max_split_size;
-  if (rounded < m) return size < m;
-  return size < rounded + rules::kLargeBuffer;
-}
-
+// The state at the OOM, in the terms of the request: the allocator's own decision
+// (would_fit: best fit on the same stream and pool, max_split_size rules), and the
+// live blocks that pin the free memory of that pool and stream (the fragmentation
+// analysis' attribution, run on that pool's segments only).
 void measure(const snapshot::Snapshot& snap, const snapshot::Device& d, Sites& sites, OomReport& r) {
-  std::unordered_map<uint32_t, std::pair<double, uint64_t>> pin;  // site -> (stranded bytes, blocks)
-  std::unordered_map<uint32_t, snapshot::StackId> pin_stack;
-  for (const auto& s : d.segments) {
-    r.reserved_bytes += s.total_size;
-    bool same = s.pool == r.pool && s.stream == r.stream && s.pool_id[0] == 0 && s.pool_id[1] == 0;
-    uint64_t seg_free = 0, live_blocks = 0;
-    for (const auto& b : d.blocks_of(s)) {
-      if (b.state == BlockState::ActiveAllocated) r.allocated_bytes += b.size, ++live_blocks;
-      if (b.is_active()) r.active_bytes += b.size;
-      if (b.state != BlockState::Inactive) continue;
-      seg_free += b.size;
-      r.largest_free_block_any_bytes = std::max(r.largest_free_block_any_bytes, b.size);
-      if (!same) continue;
-      r.free_cached_same_pool_bytes += b.size;
-      r.largest_free_block_bytes = std::max(r.largest_free_block_bytes, b.size);
-      if (may_serve(b.size, r.requested_bytes, snap.settings)) r.cached_block_could_serve = true;
-    }
-    // Free memory in a segment that still holds live blocks cannot be returned to
-    // CUDA: those blocks pin it. Each live block is charged an equal share.
-    if (same && seg_free && live_blocks) {
-      for (const auto& b : d.blocks_of(s)) {
-        if (b.state != BlockState::ActiveAllocated) continue;
-        uint32_t id = sites.site_of(b.stack).v;
-        pin[id].first += double(seg_free) / double(live_blocks);
-        pin[id].second += 1;
-        pin_stack.emplace(id, b.stack);
-      }
-    }
-  }
+  auto totals = summarize(d);
+  r.reserved_bytes = totals.reserved_bytes;
+  r.allocated_bytes = totals.allocated_bytes;
+  r.active_bytes = totals.active_bytes;
   r.free_cached_bytes = r.reserved_bytes - r.active_bytes;
-  std::vector<std::pair<uint32_t, std::pair<double, uint64_t>>> v(pin.begin(), pin.end());
-  std::sort(v.begin(), v.end(), [&](auto& a, auto& b) {
-    return a.second.first != b.second.first ? a.second.first > b.second.first
-                                            : sites.name(SiteId{a.first}) < sites.name(SiteId{b.first});
-  });
-  for (size_t i = 0; i < v.size() && i < 5; ++i)
-    r.pinning_sites.push_back({sites.name(SiteId{v[i].first}), sites.stack(pin_stack[v[i].first]),
-                               uint64_t(std::llround(v[i].second.first)), v[i].second.second});
+  r.largest_free_block_any_bytes = totals.largest_free_block_bytes;
+  FitsAnswer fit = would_fit(d, snap.settings, {r.requested_bytes, r.stream});
+  r.free_cached_same_pool_bytes = fit.free_bytes;
+  r.largest_free_block_bytes = fit.largest_free_block_bytes;
+  r.cached_block_could_serve = fit.served_from_cache;
+  snapshot::Device pool;
+  pool.index = d.index;
+  for (const auto& s : d.segments) {
+    if (s.pool != fit.pool || s.stream != r.stream || s.pool_id[0] != 0 || s.pool_id[1] != 0) continue;
+    snapshot::Segment copy = s;
+    copy.first_block = static_cast<uint32_t>(pool.blocks.size());
+    for (const auto& b : d.blocks_of(s)) pool.blocks.push_back(b);
+    pool.segments.push_back(copy);
+  }
+  for (const auto& p : analyze_fragmentation(snap, pool, sites).pinning_sites) {
+    if (r.pinning_sites.size() == 5) break;
+    r.pinning_sites.push_back({p.site, p.stack, p.stranded_bytes, p.blocks});
+  }
 }
 
 std::string names(const std::vector<SiteBytes>& s, size_t n) {

@@ -47,7 +47,9 @@ struct OomReport {
   std::string site;
   std::vector<std::string> stack;
   std::vector<SiteBytes> top_sites;      // live at the OOM
-  std::vector<SiteBytes> pinning_sites;  // live blocks in segments of the pool that hold free memory
+  /// Sites of the live blocks that strand free memory in the request's pool and
+  /// stream; live_bytes holds the bytes they strand (fragmentation's attribution).
+  std::vector<SiteBytes> pinning_sites;
   std::vector<std::string> advice;
   bool retry_in_except = false;  // allocations resumed while the failed step's tensors were alive
 };
