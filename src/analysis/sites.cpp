@@ -67,24 +67,77 @@ std::string Sites::frame_string(snapshot::FrameId id) const {
   return out;
 }
 
+namespace {
+
+// Native frames that every allocation passes through: the caching allocator and
+// tensor construction. They name no cause, so a fallback site skips them.
+bool allocation_machinery(std::string_view name) {
+  static constexpr std::string_view kParts[] = {"CUDACachingAllocator", "c10::cuda::", "_empty_generic",
+                                                "empty_generic",        "empty_cuda",  "empty_strided",
+                                                "at::empty",            "empty_like",  "create_out",
+                                                "set_output_raw_strided", "wrap_kernel_functor", "at::_ops::"};
+  for (auto p : kParts)
+    if (name.find(p) != std::string_view::npos) return true;
+  return false;
+}
+
+// "torch::autograd::generated::MmBackward0::apply(...)" -> "MmBackward0"
+std::string autograd_node(std::string_view name) {
+  constexpr std::string_view kPrefix = "torch::autograd::generated::";
+  if (name.rfind(kPrefix, 0) != 0) return "";
+  name.remove_prefix(kPrefix.size());
+  size_t end = name.find("::");
+  return end == std::string_view::npos ? "" : std::string(name.substr(0, end));
+}
+
+// "at::_ops::bmm::call(...)" -> "aten::bmm"
+std::string aten_op(std::string_view name) {
+  constexpr std::string_view kPrefix = "at::_ops::";
+  if (name.rfind(kPrefix, 0) != 0) return "";
+  name.remove_prefix(kPrefix.size());
+  size_t end = name.find("::");
+  return end == std::string_view::npos ? "" : "aten::" + std::string(name.substr(0, end));
+}
+
+}  // namespace
+
 SiteId Sites::site_of(snapshot::StackId stack) {
   uint32_t& slot = site_of_stack_[stack.v];
   if (slot != kUnset) return SiteId{slot};
-  auto frames = snap_.stacks[stack];
-  const snapshot::FrameId* chosen = nullptr;
-  const snapshot::FrameId* fallback = nullptr;
-  for (const auto& f : frames) {
+  // The innermost user frame; else the innermost Python frame; else, for stacks
+  // captured in C++ only (the autograd engine's thread), the autograd node or
+  // ATen operator being run; else the innermost frame outside the allocator.
+  std::string text;
+  const snapshot::FrameId* python = nullptr;
+  const snapshot::FrameId* native = nullptr;
+  const snapshot::FrameId* innermost = nullptr;
+  std::string node, op;
+  for (const auto& f : snap_.stacks[stack]) {
     std::string_view file = snap_.strings[snap_.frames[f].filename];
     std::string_view name = snap_.strings[snap_.frames[f].name];
     if (is_noise_frame(file, name)) continue;
-    if (!fallback) fallback = &f;
-    if (classify_frame(file) == FrameKind::User) {
-      chosen = &f;
+    if (!innermost) innermost = &f;
+    FrameKind kind = classify_frame(file);
+    if (kind == FrameKind::User) {
+      text = frame_string(f);
       break;
     }
+    if (kind != FrameKind::Native) {
+      if (!python) python = &f;
+      continue;
+    }
+    if (node.empty()) node = autograd_node(name);
+    if (op.empty()) op = aten_op(name);
+    if (!native && !allocation_machinery(name)) native = &f;
   }
-  if (!chosen) chosen = fallback;
-  std::string text = chosen ? frame_string(*chosen) : std::string(kNoStack);
+  if (text.empty()) {
+    if (python) text = frame_string(*python);
+    else if (!node.empty()) text = node + (op.empty() ? std::string() : " (" + op + ")");
+    else if (!op.empty()) text = op;
+    else if (native) text = frame_string(*native);
+    else if (innermost) text = frame_string(*innermost);
+    else text = kNoStack;
+  }
   // Different stacks often end at the same site: one id per distinct string.
   auto [it, inserted] = index_.try_emplace(text, static_cast<uint32_t>(names_.size()));
   if (inserted) names_.push_back(std::move(text));

@@ -52,3 +52,25 @@ TEST_CASE("C++ frames and torch frames are skipped for the site but kept (filter
   CHECK(checked > 0);
   CHECK(sites.site(snapshot::StackId{0}) == analysis::Sites::kNoStack);
 }
+
+TEST_CASE("stacks captured in C++ only are named by their autograd node and ATen operator") {
+  snapshot::Snapshot s;
+  auto fr = [&](const char* file, const char* name) {
+    return s.frames.intern({s.strings.intern(file), s.strings.intern(name), 0});
+  };
+  std::vector<snapshot::FrameId> backward = {
+      fr("??", "torch::unwind::unwind()"),
+      fr("CUDACachingAllocator.cpp", "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)"),
+      fr("", "at::TensorBase at::detail::_empty_generic<long>(c10::ArrayRef<long>)"),
+      fr("??", "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"),
+      fr("??", "torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"),
+      fr("??", "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)")};
+  std::vector<snapshot::FrameId> op_only = {backward[1], backward[3]};
+  std::vector<snapshot::FrameId> machinery_only = {backward[1], backward[2]};
+  auto a = s.stacks.intern(backward), b = s.stacks.intern(op_only), c = s.stacks.intern(machinery_only);
+  analysis::Sites sites(s);
+  CHECK(sites.site(a) == "BmmBackward0 (aten::bmm)");
+  CHECK(sites.site(b) == "aten::bmm");
+  // nothing but the allocator: the innermost frame, as the definition's last resort
+  CHECK(sites.site(c) == sites.frame_string(backward[1]));
+}

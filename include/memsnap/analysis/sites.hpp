@@ -2,7 +2,10 @@
 //
 // A site is "file.py:LINE:function" of the innermost frame that is the user's
 // code (a Python frame outside torch/ and outside the Python runtime), falling
-// back to the innermost frame that survives the noise filter. A stack is the
+// back to the innermost Python frame, and for stacks captured in C++ alone (the
+// autograd engine's thread runs backward without Python frames) to the autograd
+// node or ATen operator being run ("MmBackward0 (aten::mm)"), else the innermost
+// frame outside the caching allocator, all after the noise filter. A stack is the
 // list of frame strings, innermost first, after the viewer's noise filter
 // (SNAPSHOT_FORMAT.md §5). This is the one definition; every analysis uses it.
 #pragma once
