@@ -349,6 +349,12 @@ void ReplayState::step() {
   }
 }
 
+uint64_t ReplayState::estimated_live_blocks() const {
+  uint64_t n = 0;
+  for (const auto& [addr, a] : live_) n += !a.size_exact;
+  return n;
+}
+
 ReplayState Replay::state_after(uint32_t index) const {
   ReplayState s = start_;
   uint32_t last = std::min<uint32_t>(index, static_cast<uint32_t>(device_.trace.size()) - 1);

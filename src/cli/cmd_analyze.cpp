@@ -17,38 +17,12 @@ namespace {
 struct AnalyzeArgs {
   std::string file;
   CommonOptions common;
-  std::optional<uint64_t> at;
-  std::optional<int64_t> at_time;
-  std::optional<int> device;
+  StateOptions state;
   std::string iteration_marker;
   std::string capacity;
   std::string oom_size;
   FitsOptions fits;
 };
-
-// The event a --at / --at-time option names on one device.
-std::optional<uint32_t> resolve_at(const AnalyzeArgs& a, const snapshot::Device& d) {
-  const auto& tr = d.trace;
-  if (a.at) {
-    if (tr.empty() || *a.at >= tr.size())
-      throw Failure("--at " + std::to_string(*a.at) + ": device " + std::to_string(d.index) + " has " +
-                        std::to_string(tr.size()) + " trace entries (valid indices 0 to " +
-                        (tr.empty() ? std::string("none") : std::to_string(tr.size() - 1)) + ")",
-                    kBadInput);
-    return static_cast<uint32_t>(*a.at);
-  }
-  if (a.at_time) {
-    std::optional<uint32_t> last;
-    for (uint32_t i = 0; i < tr.size(); ++i)
-      if (tr[i].has_time() && tr[i].time_us <= *a.at_time) last = i;
-    if (!last)
-      throw Failure("--at-time " + std::to_string(*a.at_time) + ": device " + std::to_string(d.index) +
-                        " has no trace entry at or before that time",
-                    kBadInput);
-    return last;
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -58,14 +32,7 @@ void add_analyze(CLI::App& app) {
   cmd->add_option("FILE", args->file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")
       ->required();
   add_common_options(*cmd, args->common);
-  cmd->add_option("--device", args->device, "Only this device (default: all)")->option_text("N");
-  auto* at = cmd->add_option("--at", args->at,
-                             "Analyze the allocator state right after trace event INDEX (rebuilt by replay)")
-                 ->option_text("INDEX");
-  cmd->add_option("--at-time", args->at_time,
-                  "Analyze the state at the last trace event at or before this time (epoch microseconds)")
-      ->option_text("US")
-      ->excludes(at);
+  add_state_options(*cmd, args->state);
   cmd->add_option("--iteration-marker", args->iteration_marker,
                   "Where iterations start: a record_function annotation name, a site (train.py:110) whose "
                   "every allocation opens one, or a function name (default: Optimizer.step annotations, else "
@@ -84,8 +51,7 @@ void add_analyze(CLI::App& app) {
     snapshot::Loaded loaded = load(args->file, args->common);
     print_warnings(loaded);
     const auto& snap = loaded.snapshot;
-    if (args->device && !snap.device(*args->device))
-      throw Failure("--device " + std::to_string(*args->device) + ": the snapshot has no such device", kBadInput);
+    check_device(args->state, snap);
 
     analysis::Sites sites(snap);
     analysis::TraceOptions topt;
@@ -108,19 +74,20 @@ void add_analyze(CLI::App& app) {
     std::vector<analysis::FitsAnswer> fits;
     std::optional<analysis::FitsQuery> fits_request = parse_fits(args->fits);
     for (const auto& d : snap.devices) {
-      if (args->device && d.index != *args->device) continue;
+      if (args->state.device && d.index != *args->state.device) continue;
       analysis::Replay replay(snap, d);
       // The state the per-state sections describe: the dump, or the replay at --at.
-      std::optional<uint32_t> at_event = resolve_at(*args, d);
+      std::optional<uint32_t> at_event = resolve_at(args->state, d);
       snapshot::Device replayed;
       const snapshot::Device* state = &d;
       if (at_event) {
-        replayed = replay.state_after(*at_event).to_device(d.index);
+        analysis::ReplayState st = replay.state_after(*at_event);
+        replayed = st.to_device(d.index);
         replayed.trace = d.trace;  // the trace span still describes the whole file
         state = &replayed;
         const auto& e = d.trace[*at_event];
         ats.push_back(report::AtPoint{*at_event, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt,
-                                      replay.estimated_blocks()});
+                                      st.estimated_live_blocks()});
       } else {
         ats.push_back(std::nullopt);
       }

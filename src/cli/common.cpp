@@ -49,6 +49,44 @@ report::TextStyle text_style(const CommonOptions& o) {
   return s;
 }
 
+void add_state_options(CLI::App& cmd, StateOptions& o) {
+  cmd.add_option("--device", o.device, "Only this device (default: all)")->option_text("N");
+  auto* at = cmd.add_option("--at", o.at, "The allocator state right after trace event INDEX (rebuilt by replay)")
+                 ->option_text("INDEX");
+  cmd.add_option("--at-time", o.at_time, "The state at the last trace event at or before this time (epoch microseconds)")
+      ->option_text("US")
+      ->excludes(at);
+}
+
+void check_device(const StateOptions& o, const snapshot::Snapshot& snap) {
+  if (o.device && !snap.device(*o.device))
+    throw Failure("--device " + std::to_string(*o.device) + ": the snapshot has no such device", kBadInput);
+}
+
+std::optional<uint32_t> resolve_at(const StateOptions& a, const snapshot::Device& d) {
+  const auto& tr = d.trace;
+  if (a.at) {
+    if (tr.empty() || *a.at >= tr.size())
+      throw Failure("--at " + std::to_string(*a.at) + ": device " + std::to_string(d.index) + " has " +
+                        std::to_string(tr.size()) + " trace entries (valid indices 0 to " +
+                        (tr.empty() ? std::string("none") : std::to_string(tr.size() - 1)) + ")",
+                    kBadInput);
+    return static_cast<uint32_t>(*a.at);
+  }
+  if (a.at_time) {
+    std::optional<uint32_t> last;
+    for (uint32_t i = 0; i < tr.size(); ++i)
+      if (tr[i].has_time() && tr[i].time_us <= *a.at_time) last = i;
+    if (!last)
+      throw Failure("--at-time " + std::to_string(*a.at_time) + ": device " + std::to_string(d.index) +
+                        " has no trace entry at or before that time",
+                    kBadInput);
+    return last;
+  }
+  return std::nullopt;
+}
+
+
 void print_warnings(const snapshot::Loaded& l) {
   std::string shown = l.input.path == "-" ? "<stdin>" : l.input.path;
   for (const auto& w : l.snapshot.warnings) std::cerr << "memsnap: warning: " << shown << ": " << w << '\n';

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +30,18 @@ struct CommonOptions {
   bool no_color = false;
   std::string max_memory = "16GiB";
 };
+
+/// Which device and which moment a command looks at: --device, --at, --at-time.
+struct StateOptions {
+  std::optional<int> device;
+  std::optional<uint64_t> at;
+  std::optional<int64_t> at_time;
+};
+void add_state_options(CLI::App& cmd, StateOptions& options);
+/// The event --at / --at-time names on one device (nullopt: the dumped state). Failure when out of range.
+std::optional<uint32_t> resolve_at(const StateOptions& options, const snapshot::Device& device);
+/// Failure when --device names a device the snapshot does not have.
+void check_device(const StateOptions& options, const snapshot::Snapshot& snap);
 
 /// Adds --format, --no-color and --max-memory to a subcommand.
 void add_common_options(CLI::App& cmd, CommonOptions& options);

@@ -16,8 +16,8 @@ void write_segments_json(std::ostream& out, const SegmentsView& v) {
   doc["allocator_settings"] = detail::settings_json(v.snapshot->settings);
   doc["order"] = "stranded_bytes descending, then fragmentation descending, then free_bytes descending, then address";
   Json devices = Json::array();
-  for (size_t di = 0; di < v.snapshot->devices.size(); ++di) {
-    const snapshot::Device& d = v.snapshot->devices[di];
+  for (size_t di = 0; di < v.devices->size(); ++di) {
+    const snapshot::Device& d = (*v.devices)[di];
     const analysis::Fragmentation& f = (*v.fragmentation)[di];
     const std::vector<uint32_t>& order = (*v.order)[di];
     size_t shown = v.top == 0 ? order.size() : std::min(v.top, order.size());
@@ -55,6 +55,11 @@ void write_segments_json(std::ostream& out, const SegmentsView& v) {
                        {"segments_total", order.size()},
                        {"segments_shown", shown},
                        {"segments", std::move(segs)}});
+    if (v.at && (*v.at)[di]) {
+      const auto& a = *(*v.at)[di];
+      devices.back()["at"] = {{"event_index", a.event_index}, {"time_us", detail::opt(a.time_us)},
+                              {"estimated_blocks", a.estimated_blocks}};
+    }
   }
   doc["devices"] = std::move(devices);
   doc["warnings"] = v.snapshot->warnings;

@@ -85,25 +85,31 @@ std::string draw(const snapshot::Device& d, const snapshot::Segment& s, size_t c
 void write_segments_text(std::ostream& out, const SegmentsView& v, const TextStyle& style) {
   const size_t width = size_t(std::max(style.width, 40));
   out << "memsnap " << kVersion << "  " << v.input->path << '\n';
-  if (v.snapshot->devices.empty()) {
+  if (v.devices->empty()) {
     out << "the snapshot holds no devices (no segments and no trace)\n";
     return;
   }
   bool any = false;
-  for (const auto& d : v.snapshot->devices) any = any || !d.segments.empty();
+  for (const auto& d : *v.devices) any = any || !d.segments.empty();
   if (any)
     out << detail::wrap_block("Each bar is one segment's blocks to scale: '#' allocated, '+' pending free (awaiting other "
                       "streams), '.' free; a live block too small for a cell still gets one. Worst first: the most "
                       "stranded free bytes (free memory in segments that still hold live blocks), then the highest "
                       "fragmentation (1 - largest free block / free bytes).",
                       width, 0);
-  for (size_t di = 0; di < v.snapshot->devices.size(); ++di) {
-    const snapshot::Device& d = v.snapshot->devices[di];
+  for (size_t di = 0; di < v.devices->size(); ++di) {
+    const snapshot::Device& d = (*v.devices)[di];
     const analysis::Fragmentation& f = (*v.fragmentation)[di];
     const std::vector<uint32_t>& order = (*v.order)[di];
     size_t shown = v.top == 0 ? order.size() : std::min(v.top, order.size());
     out << '\n';
     out << (style.color ? "\033[1m" : "") << "device " << d.index << ':' << (style.color ? "\033[0m" : "") << ' ';
+    if (v.at && (*v.at)[di]) {
+      const auto& a = *(*v.at)[di];
+      out << "state after event " << with_commas(a.event_index) << " (replayed";
+      if (a.estimated_blocks) out << "; " << with_commas(a.estimated_blocks) << " block sizes inferred";
+      out << "):\n  ";
+    }
     if (order.empty()) {
       out << "no segments\n";
       continue;

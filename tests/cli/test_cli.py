@@ -131,6 +131,27 @@ rc, out, err = run(["diff", step4, step10])
 check("diff text fits 80 columns", rc == 0 and max(len(l) for l in out.splitlines()) <= 80,
       max(out.splitlines(), key=len))
 
+# --- --at: the state at an event, rebuilt by replay -------------------------------------------------
+# leak.step4.pickle was dumped after the first N events of leak.pickle: analysing leak.pickle at
+# event N-1 must give that dump's totals (its truth file).
+leak = os.path.join(TESTDATA, "snapgen", "leak.pickle")
+rc, out, err = run(["analyze", "--format", "json", step4])
+n = json.loads(out)["devices"][0]["trace"]["entries"]
+for cmd in ("analyze", "segments"):
+    rc, out, err = run([cmd, "--format", "json", "--at", str(n - 1), leak])
+    check(cmd + " --at exit", rc == 0 and err == "", "%d %r" % (rc, err))
+    d = json.loads(out)["devices"][0]
+    check(cmd + " --at event", d["at"]["event_index"] == n - 1, str(d.get("at")))
+    if cmd == "analyze":
+        for k in ("reserved", "allocated", "active", "requested"):
+            check("analyze --at " + k, d["totals"][k + "_bytes"] == t4[k], "%s %s" % (d["totals"], t4))
+    else:
+        check("segments --at count", d["segments_total"] == t4["segments"], str(d["segments_total"]))
+rc, out, err = run(["analyze", "--at", "999999", leak])
+check("--at out of range", rc == 2 and "valid indices 0 to" in err and err.count("\n") == 1, "%d %r" % (rc, err))
+rc, out, err = run(["analyze", "--device", "7", leak])
+check("--device absent", rc == 2 and "no such device" in err, "%d %r" % (rc, err))
+
 for f in failures:
     print("FAIL " + f)
 print("%d failures" % len(failures))

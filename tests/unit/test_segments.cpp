@@ -29,7 +29,8 @@ Rendered render(const snapshot::Snapshot& snap, size_t top, int width, bool colo
     frag.push_back(analysis::analyze_fragmentation(snap, d, sites));
     order.push_back(analysis::segments_worst_first(d, frag.back()));
   }
-  report::SegmentsView view{&in, &snap, &frag, &order, &sites, top};
+  std::vector<std::optional<report::AtPoint>> at(snap.devices.size());
+  report::SegmentsView view{&in, &snap, &snap.devices, &at, &frag, &order, &sites, top};
   report::TextStyle style;
   style.width = width;
   style.color = color;

@@ -75,6 +75,8 @@ class ReplayState {
   uint32_t position() const { return position_; }
   /// Applies the next event.
   void step();
+  /// Live blocks whose size is inferred from their request (see the note on sizes above).
+  uint64_t estimated_live_blocks() const;
   /// The state as a device model (free gaps between live blocks become inactive
   /// blocks), so that every analysis of a dumped state runs on it unchanged.
   snapshot::Device to_device(int index) const;

@@ -20,7 +20,7 @@ namespace memsnap::report {
 struct AtPoint {
   uint32_t event_index = 0;
   std::optional<int64_t> time_us;
-  uint64_t estimated_blocks = 0;  // blocks whose size the replay inferred from their request
+  uint64_t estimated_blocks = 0;  // live blocks whose size the replay inferred from their request
 };
 
 /// Everything `analyze` computed; reporters only read it. Per-device vectors

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -15,7 +16,11 @@ namespace memsnap::report {
 struct SegmentsView {
   const snapshot::InputInfo* input = nullptr;
   const snapshot::Snapshot* snapshot = nullptr;
-  /// Parallel to snapshot->devices.
+  /// The states drawn: the dumped devices, or their replay at --at (for --device's).
+  const std::vector<snapshot::Device>* devices = nullptr;
+  /// Parallel to devices: where each state was taken when not at the dump.
+  const std::vector<std::optional<AtPoint>>* at = nullptr;
+  /// Parallel to devices.
   const std::vector<analysis::Fragmentation>* fragmentation = nullptr;
   /// Per device: indices into Device::segments, worst first (analysis::segments_worst_first).
   const std::vector<std::vector<uint32_t>>* order = nullptr;
