@@ -1,13 +1,46 @@
 // memsnap's entry point: parse the command line, run one command, map errors to exit codes.
 #include <iostream>
+#include <sstream>
 
 #include "common.hpp"
 #include "memsnap/error.hpp"
 #include "memsnap/version.hpp"
 
+namespace {
+
+// --help in 80 columns: option descriptions wrapped under their column.
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  WrappingFormatter() { column_width(26); }
+  std::string make_option_desc(const CLI::Option* opt) const override { return wrap(opt->get_description(), 80 - 26); }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(), wrap(sub->get_description(), 80 - 26), 26);
+    return out.str();
+  }
+
+ private:
+  static std::string wrap(const std::string& text, size_t width) {
+    std::string out, line;
+    std::istringstream words(text);
+    std::string w;
+    while (words >> w) {
+      if (!line.empty() && line.size() + 1 + w.size() > width) {
+        out += line + "\n";
+        line.clear();
+      }
+      line += (line.empty() ? "" : " ") + w;
+    }
+    return out + line;
+  }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace memsnap::cli;
   CLI::App app{"memsnap: explain PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot)"};
+  app.formatter(std::make_shared<WrappingFormatter>());
   app.set_version_flag("--version", std::string("memsnap ") + memsnap::kVersion);
   app.require_subcommand(1);
   app.footer(

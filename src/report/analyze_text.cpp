@@ -93,7 +93,13 @@ void write_analyze_text(std::ostream& out, const AnalyzeView& v, const TextStyle
     const analysis::TraceAnalysis* tr = v.trace ? &(*v.trace)[i] : nullptr;
     detail::write_trace_text(out, t, tr, style);
     detail::write_oom_text(out, v.ooms ? &(*v.ooms)[i] : nullptr, t.trace.first_time_us, style);
-    if (v.findings) detail::write_findings_text(out, (*v.findings)[i], style);
+    if (v.findings) {
+      // The OOM section above already gives the OOM findings in full.
+      std::vector<analysis::Finding> rest;
+      for (const auto& f : (*v.findings)[i])
+        if (!(v.ooms && !(*v.ooms)[i].empty() && f.kind.rfind("oom_", 0) == 0)) rest.push_back(f);
+      detail::write_findings_text(out, rest, style);
+    }
   }
   if (v.totals->empty()) out << "the snapshot holds no devices (no segments and no trace)\n";
 }

@@ -95,7 +95,9 @@ void write_oom_text(std::ostream& out, const std::vector<analysis::OomReport>* o
                            " (blocks freed after the OOM left only their requested size)");
     for (size_t i = 0; i < r.causes.size(); ++i)
       line(i == 0 ? "cause" : "also", r.causes[i].cause + ": " + r.causes[i].evidence);
-    out << "  " << pad_right("message", kCol - 2) << wrap("\"" + r.message + "\"", kCol, kCol, width) << '\n';
+    // PyTorch's message, indented less so that its URL fits a line whole.
+    out << "  " << pad_right("message", kCol - 2) << "(rebuilt from these numbers)\n"
+        << wrap_block("\"" + r.message + "\"", width, 4);
     for (size_t i = 0; i < r.advice.size(); ++i) line(i == 0 ? "fix" : "", r.advice[i]);
   }
 }

@@ -45,8 +45,8 @@ std::string utc_time(int64_t us) {
 }
 
 std::string wrap(const std::string& text, size_t first, size_t indent, size_t width) {
-  // Words, with a unit kept on the line of its number ("26.00 MiB" never breaks).
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  // Words, with a unit kept on the line of its number ("26.00 MiB", "31.9 ms" never break).
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "us", "ms", "s", "min", "h"};
   std::vector<std::string> words;
   for (size_t i = 0; i < text.size();) {
     size_t j = text.find(' ', i);
