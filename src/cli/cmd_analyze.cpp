@@ -29,8 +29,7 @@ struct AnalyzeArgs {
 void add_analyze(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   CLI::App* cmd = app.add_subcommand("analyze", "Where the GPU memory went: totals, free memory, peak, leaks");
-  cmd->add_option("FILE", args->file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")
-      ->required();
+  add_file_option(*cmd, args->file);
   add_common_options(*cmd, args->common);
   add_state_options(*cmd, args->state);
   cmd->add_option("--iteration-marker", args->iteration_marker,
@@ -74,23 +73,12 @@ void add_analyze(CLI::App& app) {
     std::vector<analysis::FitsAnswer> fits;
     std::optional<analysis::FitsQuery> fits_request = parse_fits(args->fits);
     for (const auto& d : snap.devices) {
-      if (args->state.device && d.index != *args->state.device) continue;
+      if (!selected(args->state, d)) continue;
       analysis::Replay replay(snap, d);
-      // The state the per-state sections describe: the dump, or the replay at --at.
-      std::optional<uint32_t> at_event = resolve_at(args->state, d);
-      snapshot::Device replayed;
-      const snapshot::Device* state = &d;
-      if (at_event) {
-        analysis::ReplayState st = replay.state_after(*at_event);
-        replayed = st.to_device(d.index);
-        replayed.trace = d.trace;  // the trace span still describes the whole file
-        state = &replayed;
-        const auto& e = d.trace[*at_event];
-        ats.push_back(report::AtPoint{*at_event, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt,
-                                      st.estimated_live_blocks()});
-      } else {
-        ats.push_back(std::nullopt);
-      }
+      // Totals, fragmentation and --fits describe this state; the trace sections the whole file.
+      DeviceState ds = device_state(args->state, snap, d, &replay);
+      const snapshot::Device* state = &ds.device;
+      ats.push_back(ds.at);
       totals.push_back(analysis::summarize(*state));
       frags.push_back(analysis::analyze_fragmentation(snap, *state, sites));
       if (fits_request) fits.push_back(analysis::would_fit(*state, snap.settings, *fits_request));

@@ -21,8 +21,7 @@ struct SegmentsArgs {
 void add_segments(CLI::App& app) {
   auto args = std::make_shared<SegmentsArgs>();
   CLI::App* cmd = app.add_subcommand("segments", "The segment map: each segment's blocks to scale, worst fragmented first");
-  cmd->add_option("FILE", args->file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")
-      ->required();
+  add_file_option(*cmd, args->file);
   cmd->add_option("--top", args->top, "Segments shown per device (default 20; 0 shows all)")->option_text("N");
   add_common_options(*cmd, args->common);
   add_state_options(*cmd, args->state);
@@ -40,18 +39,10 @@ void add_segments(CLI::App& app) {
     std::vector<analysis::Fragmentation> frag;
     std::vector<std::vector<uint32_t>> order;
     for (const auto& d : snap.devices) {
-      if (args->state.device && d.index != *args->state.device) continue;
-      if (auto at = resolve_at(args->state, d)) {
-        analysis::Replay replay(snap, d);
-        analysis::ReplayState st = replay.state_after(*at);
-        states.push_back(st.to_device(d.index));
-        const auto& e = d.trace[*at];
-        ats.push_back(report::AtPoint{*at, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt,
-                                      st.estimated_live_blocks()});
-      } else {
-        states.push_back(d);
-        ats.push_back(std::nullopt);
-      }
+      if (!selected(args->state, d)) continue;
+      DeviceState ds = device_state(args->state, snap, d);
+      states.push_back(std::move(ds.device));
+      ats.push_back(ds.at);
       frag.push_back(analysis::analyze_fragmentation(snap, states.back(), sites));
       order.push_back(analysis::segments_worst_first(states.back(), frag.back()));
     }

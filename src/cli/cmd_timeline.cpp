@@ -72,7 +72,7 @@ void add_timeline(CLI::App& app) {
   auto args = std::make_shared<TimelineArgs>();
   CLI::App* cmd = app.add_subcommand(
       "timeline", "Allocated, active and reserved bytes over time: an SVG picture (or CSV) of the trace");
-  cmd->add_option("FILE", args->file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")->required();
+  add_file_option(*cmd, args->file);
   cmd->add_option("-o,--output", args->output, "Output file: .svg or .csv (- for stdout)")
       ->required()
       ->option_text("OUT");

@@ -87,6 +87,27 @@ std::optional<uint32_t> resolve_at(const StateOptions& a, const snapshot::Device
 }
 
 
+bool selected(const StateOptions& o, const snapshot::Device& d) { return !o.device || d.index == *o.device; }
+
+DeviceState device_state(const StateOptions& o, const snapshot::Snapshot& snap, const snapshot::Device& dumped,
+                         const analysis::Replay* replay) {
+  std::optional<uint32_t> at = resolve_at(o, dumped);
+  if (!at) return {dumped, std::nullopt};
+  std::optional<analysis::Replay> own;
+  if (!replay) replay = &own.emplace(snap, dumped);
+  analysis::ReplayState st = replay->state_after(*at);
+  DeviceState out{st.to_device(dumped.index), std::nullopt};
+  out.device.trace = dumped.trace;
+  const auto& e = dumped.trace[*at];
+  out.at = report::AtPoint{*at, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt,
+                           st.estimated_live_blocks()};
+  return out;
+}
+
+void add_file_option(CLI::App& cmd, std::string& file) {
+  cmd.add_option("FILE", file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")->required();
+}
+
 void print_warnings(const snapshot::Loaded& l) {
   std::string shown = l.input.path == "-" ? "<stdin>" : l.input.path;
   for (const auto& w : l.snapshot.warnings) std::cerr << "memsnap: warning: " << shown << ": " << w << '\n';

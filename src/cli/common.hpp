@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "memsnap/analysis/replay.hpp"
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/snapshot/load.hpp"
 
@@ -42,6 +43,22 @@ void add_state_options(CLI::App& cmd, StateOptions& options);
 std::optional<uint32_t> resolve_at(const StateOptions& options, const snapshot::Device& device);
 /// Failure when --device names a device the snapshot does not have.
 void check_device(const StateOptions& options, const snapshot::Snapshot& snap);
+/// Whether --device leaves this device in.
+bool selected(const StateOptions& options, const snapshot::Device& device);
+
+/// The state of one device that a command describes: as dumped, or rebuilt by
+/// replay at the event --at / --at-time names (then `at` says which; the rebuilt
+/// device keeps the dumped trace, which still describes the file). `replay` is
+/// used when given, else built only if an event is named.
+struct DeviceState {
+  snapshot::Device device;
+  std::optional<report::AtPoint> at;
+};
+DeviceState device_state(const StateOptions& options, const snapshot::Snapshot& snap, const snapshot::Device& dumped,
+                         const analysis::Replay* replay = nullptr);
+
+/// The FILE positional every single-snapshot command takes.
+void add_file_option(CLI::App& cmd, std::string& file);
 
 /// Adds --format, --no-color and --max-memory to a subcommand.
 void add_common_options(CLI::App& cmd, CommonOptions& options);
