@@ -312,6 +312,41 @@ bool is_forward_stack(const snapshot::Snapshot& s, StackId st) {
   return false;
 }
 
+// Sites whose largest request grows from iteration to iteration: never smaller
+// than in the iteration before, larger in at least half of the steps, and at
+// least 1.5 times its first size by the end, over four iterations or more.
+std::vector<GrowingSite> growing_sites(const snapshot::Device& d, const std::vector<AllocRec>& allocs,
+                                       const std::vector<uint32_t>& bounds, Sites& sites) {
+  std::unordered_map<uint32_t, std::map<size_t, uint64_t>> largest;  // site -> iteration -> bytes
+  for (const auto& a : allocs) {
+    if (a.event < bounds.front()) continue;
+    size_t iter = size_t(std::upper_bound(bounds.begin(), bounds.end(), a.event) - bounds.begin()) - 1;
+    uint64_t& m = largest[sites.site_of(d.trace[a.event].stack).v][iter];
+    m = std::max(m, a.bytes);
+  }
+  std::vector<GrowingSite> out;
+  for (const auto& [site, per_iter] : largest) {
+    if (per_iter.size() < 4) continue;
+    size_t rises = 0;
+    bool monotone = true;
+    uint64_t prev = 0;
+    bool first = true;
+    for (const auto& [k, bytes] : per_iter) {
+      if (!first && bytes < prev) monotone = false;
+      if (!first && bytes > prev) ++rises;
+      prev = bytes, first = false;
+    }
+    uint64_t lo = per_iter.begin()->second, hi = per_iter.rbegin()->second;
+    if (!monotone || rises * 2 < per_iter.size() - 1 || hi * 2 < lo * 3) continue;
+    out.push_back({sites.name(SiteId{site}), lo, hi, per_iter.begin()->first, per_iter.rbegin()->first,
+                   per_iter.size()});
+  }
+  std::sort(out.begin(), out.end(), [](const GrowingSite& a, const GrowingSite& b) {
+    return a.last_bytes != b.last_bytes ? a.last_bytes > b.last_bytes : a.site < b.site;
+  });
+  return out;
+}
+
 // Plain words for what the trace shows, with the fixes the seed documents give.
 std::vector<Finding> trace_findings(const TraceAnalysis& t) {
   std::vector<Finding> f;
@@ -369,6 +404,21 @@ std::vector<Finding> trace_findings(const TraceAnalysis& t) {
                      "keeps them (see `leaks` for the evidence).",
                  "Find what holds these tensors across steps (lists, caches, attributes on `self`, accumulated "
                  "losses) and `del` them or keep `.item()` values instead."});
+  }
+  if (!t.growing.empty()) {
+    std::string what;
+    for (size_t i = 0; i < t.growing.size() && i < 3; ++i) {
+      const auto& g = t.growing[i];
+      what += std::string(i ? "; " : "") + g.site + " from " + human_bytes(g.first_bytes) + " (iteration " +
+              std::to_string(g.first_iteration) + ") to " + human_bytes(g.last_bytes) + " (iteration " +
+              std::to_string(g.last_iteration) + ")";
+    }
+    f.push_back({"growing_with_input", Severity::Warning,
+                 "Allocations grow iteration after iteration: " + what +
+                     ". Memory that grows with the input, such as the sequence length, raises the peak every step "
+                     "until it does not fit.",
+                 "Bound the input's length (truncate, or bucket inputs by length); for RNNs, truncated "
+                 "backpropagation through time (detach the hidden state every k steps)."});
   }
   if (t.leaks.empty() && t.iterations.found && t.iterations.count >= 5 && t.iterations.growth_bytes_per_iteration > 0 &&
       t.iterations.rising_share >= 0.7 &&
@@ -587,6 +637,7 @@ TraceAnalysis analyze_trace(const snapshot::Snapshot& snap, const snapshot::Devi
   } else if (it.found) {
     it.evidence += "; fewer than 5 iterations in the window, too few to judge leaks";
   }
+  if (it.found && it.boundaries.size() >= 4) out.growing = growing_sites(d, allocs, it.boundaries, sites);
   out.findings = trace_findings(out);
   return out;
 }

@@ -71,6 +71,15 @@ void add_trace_json(Json& d, const analysis::DeviceTotals& t, const analysis::Tr
                      {"iterations_retained", l.iterations_retained},
                      {"pattern", l.pattern}});
   d["leaks"] = std::move(leaks);
+  Json growing = Json::array();
+  for (const auto& g : tr->growing)
+    growing.push_back({{"site", g.site},
+                       {"first_bytes", g.first_bytes},
+                       {"last_bytes", g.last_bytes},
+                       {"first_iteration", g.first_iteration},
+                       {"last_iteration", g.last_iteration},
+                       {"iterations", g.iterations}});
+  d["growing_allocations"] = std::move(growing);
 }
 
 }  // namespace memsnap::report::detail

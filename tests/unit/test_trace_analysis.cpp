@@ -147,3 +147,52 @@ TEST_CASE("no leak is reported on any real snapshot (false alarms are bugs too)"
     }
   }
 }
+
+TEST_CASE("allocations that grow with the input are named, steady ones are not") {
+  // Six iterations, each: a 1 MiB activation at site A (steady) and a buffer at
+  // site B whose size grows by a quarter each time (sequence length), both freed.
+  snapshot::Snapshot s;
+  auto stack_at = [&](int line) {
+    std::vector<snapshot::FrameId> f{s.frames.intern({s.strings.intern("/w/train.py"), s.strings.intern("step"), line})};
+    return s.stacks.intern(f);
+  };
+  auto a = stack_at(10), b = stack_at(20);
+  snapshot::Device d;
+  using A = snapshot::Action;
+  const uint64_t base = 0x7f0000000000;
+  auto ev = [&](A act, uint64_t addr, uint64_t size, snapshot::StackId st) {
+    snapshot::TraceEvent e;
+    e.action = act, e.addr = addr, e.size = size, e.stack = st;
+    return e;
+  };
+  d.trace.push_back(ev(A::SegmentAlloc, base, 1ull << 30, {}));
+  uint64_t grow = 4ull << 20;
+  for (int i = 0; i < 6; ++i, grow += grow / 4) {
+    d.trace.push_back(ev(A::Alloc, base, 1ull << 20, a));
+    d.trace.push_back(ev(A::Alloc, base + (2ull << 20), grow, b));
+    d.trace.push_back(ev(A::FreeRequested, base + (2ull << 20), grow, b));
+    d.trace.push_back(ev(A::FreeCompleted, base + (2ull << 20), grow, b));
+    d.trace.push_back(ev(A::FreeRequested, base, 1ull << 20, a));
+    d.trace.push_back(ev(A::FreeCompleted, base, 1ull << 20, a));
+  }
+  snapshot::Segment sg;
+  sg.address = base, sg.total_size = 1ull << 30, sg.pool = snapshot::Pool::Large, sg.block_count = 1;
+  d.segments = {sg};
+  d.blocks = {snapshot::Block{base, 1ull << 30, 0, {}, snapshot::BlockState::Inactive}};
+  s.devices.push_back(d);
+  analysis::Replay r(s, s.devices[0]);
+  analysis::Sites sites(s);
+  analysis::TraceOptions opt;
+  opt.iteration_marker = "train.py:10";
+  auto t = analysis::analyze_trace(s, s.devices[0], r, sites, opt);
+  REQUIRE(t.iterations.found);
+  CHECK(t.iterations.count == 6);
+  REQUIRE(t.growing.size() == 1);
+  CHECK(t.growing[0].site == "train.py:20:step");
+  CHECK(t.growing[0].first_bytes == 4ull << 20);
+  CHECK(t.growing[0].iterations == 6);
+  CHECK(t.leaks.empty());
+  bool finding = false;
+  for (const auto& f : t.findings) finding = finding || f.kind == "growing_with_input";
+  CHECK(finding);
+}

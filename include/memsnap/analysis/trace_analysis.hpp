@@ -55,6 +55,15 @@ struct Leak {
   std::string pattern;  // "autograd_history", "tensor_list", "unclassified"
 };
 
+/// A site whose allocations grow in size iteration after iteration (memory that
+/// grows with the input, such as the sequence length), whether or not it leaks.
+struct GrowingSite {
+  std::string site;
+  uint64_t first_bytes = 0, last_bytes = 0;   // its largest request in its first and last iteration
+  uint64_t first_iteration = 0, last_iteration = 0;
+  uint64_t iterations = 0;                     // iterations in which it allocates
+};
+
 struct TraceOptions {
   std::string iteration_marker;  // function or annotation name; empty: detect the period
   size_t top_sites = 10;
@@ -69,6 +78,7 @@ struct TraceAnalysis {
   std::optional<Peak> peak;
   Iterations iterations;
   std::vector<Leak> leaks;  // sorted by growth, largest first
+  std::vector<GrowingSite> growing;  // largest final request first
   std::vector<Finding> findings;
 };
 
