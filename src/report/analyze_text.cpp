@@ -82,7 +82,9 @@ void device_block(std::ostream& out, const analysis::DeviceTotals& t, const std:
 }  // namespace
 
 void write_analyze_text(std::ostream& out, const AnalyzeView& v, const TextStyle& style) {
-  out << "memsnap " << kVersion << "  " << v.input->path << '\n';
+  std::string title = std::string("memsnap ") + kVersion;
+  // the path on its own line when both do not fit the width
+  out << title << (title.size() + 2 + v.input->path.size() > size_t(style.width) ? "\n" : "  ") << v.input->path << '\n';
   out << input_line(*v.input, *v.snapshot) << "\n\n";
   detail::write_settings_text(out, v.snapshot->settings, style);  // ends with a blank line when printed
   for (size_t i = 0; i < v.totals->size(); ++i) {

@@ -93,3 +93,22 @@ TEST_CASE("stacks are interned: blocks and events share stack ids, frames resolv
   }
   CHECK(leaked == truth["steps"].get<size_t>());
 }
+
+TEST_CASE("a JSON rendering of a snapshot reads like the pickle it came from") {
+  auto json = snapshot::load_snapshot(test::testdata("json/train.json").string());
+  auto pickle = snapshot::load_snapshot(test::testdata("snapgen/train.pickle").string());
+  auto truth = test::read_json_file(test::testdata("snapgen/train.truth.json"))["per_device"][0];
+  CHECK(json.input.encoding == io::Encoding::Json);
+  CHECK(json.input.pickle_protocol == -1);
+  auto a = analysis::summarize(json.snapshot);
+  auto b = analysis::summarize(pickle.snapshot);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].reserved_bytes == truth["reserved"].get<uint64_t>());
+  CHECK(a[0].allocated_bytes == truth["allocated"].get<uint64_t>());
+  CHECK(a[0].requested_bytes == truth["requested"].get<uint64_t>());
+  CHECK(a[0].largest_free_block_bytes == truth["largest_free_block"].get<uint64_t>());
+  CHECK(a[0].trace.entries == b[0].trace.entries);
+  // frames are interned by content when nothing is shared: the same stacks as the pickle's
+  CHECK(json.snapshot.stacks.size() == pickle.snapshot.stacks.size());
+  CHECK(json.snapshot.frames.size() == pickle.snapshot.frames.size());
+}
