@@ -6,25 +6,7 @@ import subprocess
 import sys
 import tempfile
 
-MEMSNAP, TESTDATA = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def run(args, stdin=None):
-    p = subprocess.run([MEMSNAP] + args, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-
-
-def expect_error(name, args, line, stdin=None):
-    rc, out, err = run(args, stdin)
-    check(name, rc == 2, "exit %d, want 2 (stderr %r)" % (rc, err))
-    check(name, out == "", "stdout should be empty, got %r" % out[:200])
-    check(name, err == "memsnap: " + line + "\n", "stderr %r, want %r" % (err, "memsnap: " + line + "\n"))
+from clitest import TESTDATA, check, expect_error, finish, run
 
 
 snap = os.path.join(TESTDATA, "snapgen", "train.pickle")
@@ -152,7 +134,4 @@ check("--at out of range", rc == 2 and "valid indices 0 to" in err and err.count
 rc, out, err = run(["analyze", "--device", "7", leak])
 check("--device absent", rc == 2 and "no such device" in err, "%d %r" % (rc, err))
 
-for f in failures:
-    print("FAIL " + f)
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -6,34 +6,9 @@ import os
 import subprocess
 import sys
 
-MEMSNAP, TESTDATA = sys.argv[1], sys.argv[2]
+from clitest import TESTDATA, check, expect_error, finish, run, snap
 REALDATA = sys.argv[3] if len(sys.argv) > 3 else None
-failures = []
 MiB = 1 << 20
-
-
-def run(args, env=None):
-    e = dict(os.environ)
-    e.pop("NO_COLOR", None)
-    e.update(env or {})
-    p = subprocess.run([MEMSNAP] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=e)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-
-
-def expect_error(name, args, line):
-    rc, out, err = run(args)
-    check(name, rc == 2, "exit %d, want 2 (stderr %r)" % (rc, err))
-    check(name, out == "", "stdout should be empty, got %r" % out[:200])
-    check(name, err == "memsnap: " + line + "\n", "stderr %r, want %r" % (err, "memsnap: " + line + "\n"))
-
-
-def snap(name):
-    return os.path.join(TESTDATA, "snapgen", name)
 
 
 def truth(name):
@@ -153,7 +128,4 @@ if REALDATA and os.path.isdir(REALDATA):
 else:
     print("real files skipped: %s is absent" % REALDATA)
 
-for f in failures:
-    print("FAIL " + f)
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -5,22 +5,8 @@ import os
 import subprocess
 import sys
 
-MEMSNAP, TESTDATA = sys.argv[1], sys.argv[2]
+from clitest import TESTDATA, check, finish, run
 REALDATA = sys.argv[3] if len(sys.argv) > 3 else None
-failures = []
-
-
-def run(args, env=None):
-    e = dict(os.environ)
-    e.pop("NO_COLOR", None)
-    e.update(env or {})
-    p = subprocess.run([MEMSNAP] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=e)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
 
 
 frag = os.path.join(TESTDATA, "snapgen", "frag.pickle")
@@ -87,7 +73,4 @@ if REALDATA and os.path.isdir(REALDATA):
 else:
     print("real files skipped: %s is absent" % REALDATA)
 
-for f in failures:
-    print("FAIL " + f)
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -8,23 +8,8 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-MEMSNAP, TESTDATA = sys.argv[1], sys.argv[2]
+from clitest import TESTDATA, check, finish, run, snap
 SVG = "{http://www.w3.org/2000/svg}"
-failures = []
-
-
-def run(args):
-    p = subprocess.run([MEMSNAP] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-
-
-def snap(name):
-    return os.path.join(TESTDATA, "snapgen", name)
 
 
 def check_svg(name, text, devices):
@@ -113,7 +98,4 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, so, se = run(["timeline", snap("leak.pickle"), "-o", out, "--format", "png"])
     check("bad --format", rc == 2 and "--format" in se, "%d %r" % (rc, se))
 
-if failures:
-    print("\n".join(failures))
-    sys.exit(1)
-print("ok")
+finish()
