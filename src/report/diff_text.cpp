@@ -1,5 +1,4 @@
 // `memsnap diff` as text: totals side by side, segments on one side only, live memory by stack.
-#include <cstdio>
 #include <map>
 #include <ostream>
 
@@ -12,6 +11,7 @@ namespace memsnap::report {
 
 using detail::pad_left;
 using detail::pad_right;
+using detail::shorten;
 
 namespace {
 
@@ -35,12 +35,6 @@ void count_row(std::ostream& out, const char* label, uint64_t a, uint64_t b) {
       << pad_left(signed_count(int64_t(b) - int64_t(a)), 16) << '\n';
 }
 
-std::string fit(const std::string& s, size_t w) {
-  if (s.size() <= w) return s;
-  size_t keep = w - 1;
-  return s.substr(0, keep / 2) + "~" + s.substr(s.size() - (keep - keep / 2));
-}
-
 void segments_line(std::ostream& out, const char* side, const std::vector<analysis::SegmentRef>& segs) {
   out << "  segments only " << side << ": ";
   if (segs.empty()) {
@@ -56,9 +50,7 @@ void segments_line(std::ostream& out, const char* side, const std::vector<analys
       out << "    ... and " << segs.size() - 5 << " more (all listed in --format json)\n";
       break;
     }
-    char addr[32];
-    std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(s.address));
-    out << "    " << pad_right(addr, 18) << pad_right(snapshot::to_string(s.pool), 8) << "stream "
+    out << "    " << pad_right(detail::hex(s.address), 18) << pad_right(snapshot::to_string(s.pool), 8) << "stream "
         << pad_right(detail::stream_name(s.stream), 16) << pad_left(human_bytes(s.size), 12) << '\n';
   }
 }
@@ -114,7 +106,7 @@ void write_diff_text(std::ostream& out, const DiffView& v, const TextStyle& styl
         // paths that end at the same site differ in their callers
         if (s.stack.size() > 1) name += " from " + s.stack[1];
       }
-      out << "  " << pad_right(mark + fit(name, site_w - 3), site_w) << pad_left(human_bytes(s.before_bytes), 10)
+      out << "  " << pad_right(mark + shorten(name, site_w - 3), site_w) << pad_left(human_bytes(s.before_bytes), 10)
           << pad_left(human_bytes(s.after_bytes), 10) << pad_left(signed_bytes(s.delta_bytes()), 12)
           << pad_left(blocks, 10) << '\n';
     }

@@ -94,6 +94,12 @@ std::string wrap_block(const std::string& text, size_t width, size_t indent) {
   return std::string(indent, ' ') + wrap(text, indent, indent, width) + '\n';
 }
 
+std::string shorten(const std::string& s, size_t w) {
+  if (s.size() <= w || w < 2) return s;
+  size_t keep = w - 1;
+  return s.substr(0, keep / 2) + "~" + s.substr(s.size() - (keep - keep / 2));
+}
+
 std::string hex(uint64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));

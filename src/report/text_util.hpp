@@ -19,6 +19,8 @@ std::string utc_time(int64_t time_us);
 std::string wrap(const std::string& text, size_t first, size_t indent, size_t width);
 /// The same as a block: every line indented, newline-terminated ("" for empty text).
 std::string wrap_block(const std::string& text, size_t width, size_t indent);
+/// Shortens to `w` columns keeping the start (file) and the end (line:function): "train.p~:forward".
+std::string shorten(const std::string& s, size_t w);
 /// "0x7f3a00000000".
 std::string hex(uint64_t v);
 /// A duration in microseconds as "850 us", "12.3 ms", "4.56 s", "3 min 12 s".

@@ -15,13 +15,6 @@ constexpr size_t kHead = 13;  // "  iterations " column
 
 std::string head(const char* word) { return "  " + pad_right(word, kHead - 2); }
 
-// Shortens a site to `w` columns, keeping its start (file) and end (line:function).
-std::string fit(const std::string& s, size_t w) {
-  if (s.size() <= w) return s;
-  size_t keep = w - 1;
-  return s.substr(0, keep / 2) + "~" + s.substr(s.size() - (keep - keep / 2));
-}
-
 std::string bytes_per_iter(double b) {
   return (b < 0 ? "-" : "") + human_bytes(static_cast<uint64_t>(std::llround(std::fabs(b))));
 }
@@ -75,7 +68,7 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
       out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
           << '\n';
       for (const auto& s : p.top_sites)
-        out << "    " << pad_right(fit(s.site, site_w), site_w) << pad_left(human_bytes(s.live_bytes), 12)
+        out << "    " << pad_right(shorten(s.site, site_w), site_w) << pad_left(human_bytes(s.live_bytes), 12)
             << pad_left(with_commas(s.allocations), 8) << '\n';
     }
   }
@@ -102,7 +95,7 @@ void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const 
       out << "    " << pad_right("site", site_w) << pad_left("per iter", 11) << pad_left("live now", 11)
           << pad_left("iters", 7) << "  " << "pattern" << '\n';
       for (const auto& l : tr->leaks)
-        out << "    " << pad_right(fit(l.site, site_w), site_w)
+        out << "    " << pad_right(shorten(l.site, site_w), site_w)
             << pad_left(bytes_per_iter(l.growth_bytes_per_iteration), 11) << pad_left(human_bytes(l.live_bytes), 11)
             << pad_left(std::to_string(l.iterations_retained), 7) << "  " << l.pattern << '\n';
     }
