@@ -1,6 +1,8 @@
 // Paths and small readers shared by the unit tests.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -34,6 +36,19 @@ inline std::vector<std::filesystem::path> realdata_files() {
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+/// Calls f(path) for every real snapshot, each under its file name as the doctest
+/// context; reports the set as skipped when the folder is absent. Returns how many ran.
+template <class F>
+size_t each_realdata(F f) {
+  auto files = realdata_files();
+  if (files.empty()) MESSAGE("SKIPPED: " << realdata() << " is absent");
+  for (const auto& path : files) {
+    CAPTURE(path.filename().string());
+    f(path);
+  }
+  return files.size();
 }
 
 /// (snapshot file, truth file, snapgen arguments) rows of testdata/snapgen/MANIFEST.tsv.

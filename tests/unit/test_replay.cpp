@@ -75,14 +75,8 @@ TEST_CASE("a wrapped ring buffer starts mid-run and still replays consistently")
 }
 
 TEST_CASE("replay is consistent on every real snapshot") {
-  auto files = test::realdata_files();
-  if (files.empty()) {
-    MESSAGE("SKIPPED: " << test::realdata() << " is absent");
-    return;
-  }
-  for (const auto& path : files) {
-    CAPTURE(path.filename().string());
+  test::each_realdata([&](const std::filesystem::path& path) {
     auto l = snapshot::load_snapshot(path.string());
     for (const auto& d : l.snapshot.devices) check_ends_at_dump(l.snapshot, d, true);
-  }
+  });
 }

@@ -130,13 +130,7 @@ TEST_CASE("--iteration-marker: a site delimits iterations") {
 }
 
 TEST_CASE("no leak is reported on any real snapshot (false alarms are bugs too)") {
-  auto files = test::realdata_files();
-  if (files.empty()) {
-    MESSAGE("SKIPPED: " << test::realdata() << " is absent");
-    return;
-  }
-  for (const auto& path : files) {
-    CAPTURE(path.filename().string());
+  test::each_realdata([&](const std::filesystem::path& path) {
     auto l = snapshot::load_snapshot(path.string());
     analysis::Sites sites(l.snapshot);
     for (const auto& d : l.snapshot.devices) {
@@ -145,7 +139,7 @@ TEST_CASE("no leak is reported on any real snapshot (false alarms are bugs too)"
       CHECK(t.consistent);
       CHECK(t.leaks.empty());
     }
-  }
+  });
 }
 
 TEST_CASE("allocations that grow with the input are named, steady ones are not") {
