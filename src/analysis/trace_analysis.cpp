@@ -526,16 +526,26 @@ TraceAnalysis analyze_trace(const snapshot::Snapshot& snap, const snapshot::Devi
     it.count = it.boundaries.size();
     it.period_events = median(ev_gaps);
     if (us_gaps.size() == ev_gaps.size()) it.period_us = double(median(us_gaps));
-    // allocated bytes just before each boundary event
+    // Allocated bytes just before each boundary event. Boundaries are allocations
+    // (the first pass recorded the level before each); only annotation boundaries
+    // may fall on other events, and then the trace is replayed once more.
     std::vector<double> level;
-    ReplayState s2 = replay.start();
-    size_t k = 0;
-    for (uint32_t i = 0; i < d.trace.size() && k < it.boundaries.size(); ++i) {
-      if (i == it.boundaries[k]) {
-        level.push_back(double(s2.totals().allocated));
-        ++k;
+    for (uint32_t b : it.boundaries) {
+      auto a = std::lower_bound(allocs.begin(), allocs.end(), b, [](const AllocRec& r, uint32_t e) { return r.event < e; });
+      if (a == allocs.end() || a->event != b) break;
+      level.push_back(double(a->allocated_before));
+    }
+    if (level.size() != it.boundaries.size()) {
+      level.clear();
+      ReplayState s2 = replay.start();
+      size_t k = 0;
+      for (uint32_t i = 0; i < d.trace.size() && k < it.boundaries.size(); ++i) {
+        if (i == it.boundaries[k]) {
+          level.push_back(double(s2.totals().allocated));
+          ++k;
+        }
+        s2.step();
       }
-      s2.step();
     }
     // Theil-Sen: the median of the slopes between every pair of iterations, so
     // one-off allocations (optimizer state in the first step) do not bend it.
