@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "memsnap/analysis/fragmentation.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::analysis {
 

@@ -23,7 +23,7 @@
 #include "memsnap/analysis/fits.hpp"
 #include "memsnap/analysis/fragmentation.hpp"
 #include "memsnap/analysis/summary.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::analysis {
 

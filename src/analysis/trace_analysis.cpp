@@ -22,7 +22,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::analysis {
 

@@ -4,7 +4,7 @@
 #include <charconv>
 
 #include "common.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::cli {
 

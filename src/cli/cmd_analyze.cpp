@@ -7,7 +7,7 @@
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/summary.hpp"
 #include "memsnap/analysis/trace_analysis.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 #include "analyze_fragmentation.hpp"
 
 namespace memsnap::cli {

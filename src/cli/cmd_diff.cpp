@@ -6,7 +6,7 @@
 #include "common.hpp"
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/report/diff.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::cli {
 

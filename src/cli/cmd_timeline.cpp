@@ -11,7 +11,7 @@
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/timeline.hpp"
 #include "memsnap/report/timeline.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::cli {
 

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "memsnap/error.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/error.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::cli {
 

@@ -3,8 +3,8 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "memsnap/error.hpp"
-#include "memsnap/version.hpp"
+#include "memsnap/util/error.hpp"
+#include "memsnap/util/version.hpp"
 
 namespace {
 

@@ -11,7 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::io {
 
@@ -34,14 +35,8 @@ Compression detect_compression(std::span<const uint8_t> b) {
 
 namespace {
 
-std::string human_limit(uint64_t n) {
-  if (n % (uint64_t{1} << 30) == 0) return std::to_string(n >> 30) + " GiB";
-  if (n % (uint64_t{1} << 20) == 0) return std::to_string(n >> 20) + " MiB";
-  return std::to_string(n) + " bytes";
-}
-
 [[noreturn]] void too_big(uint64_t limit, const char* what) {
-  throw InputError("", std::string(what) + " exceeds the in-memory limit of " + human_limit(limit) +
+  throw InputError("", std::string(what) + " exceeds the in-memory limit of " + human_bytes(limit) +
                            " (raise it with --max-memory)");
 }
 

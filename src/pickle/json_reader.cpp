@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 
 namespace memsnap::pickle {
 

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 
 namespace memsnap::pickle {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 
 namespace memsnap::pickle {
 

@@ -3,7 +3,7 @@
 #include <ostream>
 
 #include "memsnap/report/analyze.hpp"
-#include "memsnap/version.hpp"
+#include "memsnap/util/version.hpp"
 #include "fragmentation_report.hpp"
 #include "json_util.hpp"
 #include "sections.hpp"

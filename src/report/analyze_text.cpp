@@ -2,8 +2,8 @@
 #include <ostream>
 
 #include "memsnap/report/analyze.hpp"
-#include "memsnap/units.hpp"
-#include "memsnap/version.hpp"
+#include "memsnap/util/units.hpp"
+#include "memsnap/util/version.hpp"
 #include "fragmentation_report.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"

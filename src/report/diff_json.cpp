@@ -3,7 +3,7 @@
 
 #include "json_util.hpp"
 #include "memsnap/report/diff.hpp"
-#include "memsnap/version.hpp"
+#include "memsnap/util/version.hpp"
 
 namespace memsnap::report {
 

@@ -3,8 +3,8 @@
 #include <ostream>
 
 #include "memsnap/report/diff.hpp"
-#include "memsnap/units.hpp"
-#include "memsnap/version.hpp"
+#include "memsnap/util/units.hpp"
+#include "memsnap/util/version.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {

@@ -8,7 +8,7 @@
 
 #include "fragmentation_report.hpp"
 #include "memsnap/analysis/allocator_rules.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report::detail {

@@ -5,7 +5,8 @@
 #include <optional>
 #include <ostream>
 
-#include "memsnap/snapshot/load.hpp"
+#include "memsnap/snapshot/input.hpp"
+#include "memsnap/snapshot/model.hpp"
 
 namespace memsnap::report::detail {
 

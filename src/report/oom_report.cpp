@@ -1,7 +1,7 @@
 // The out-of-memory section of `analyze`, as text and JSON (`devices[].oom`, `devices[].ooms`).
 #include <ostream>
 
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
 

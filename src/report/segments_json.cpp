@@ -3,7 +3,7 @@
 
 #include "fragmentation_report.hpp"
 #include "memsnap/report/segments.hpp"
-#include "memsnap/version.hpp"
+#include "memsnap/util/version.hpp"
 
 namespace memsnap::report {
 

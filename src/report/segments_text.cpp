@@ -5,8 +5,8 @@
 
 #include "fragmentation_report.hpp"
 #include "memsnap/report/segments.hpp"
-#include "memsnap/units.hpp"
-#include "memsnap/version.hpp"
+#include "memsnap/util/units.hpp"
+#include "memsnap/util/version.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "memsnap/report/timeline.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <ostream>
 
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
 

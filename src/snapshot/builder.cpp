@@ -6,7 +6,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 #include "memsnap/snapshot/validate.hpp"
 
 namespace memsnap::snapshot {

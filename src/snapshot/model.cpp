@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 
 namespace memsnap::snapshot {
 

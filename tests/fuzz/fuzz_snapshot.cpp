@@ -10,7 +10,7 @@
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/summary.hpp"
 #include "memsnap/analysis/trace_analysis.hpp"
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 #include "memsnap/snapshot/load.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

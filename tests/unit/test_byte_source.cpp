@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/pickle/unpickler.hpp"
 #include "support/testdata.hpp"
@@ -216,7 +216,7 @@ TEST_CASE("decompressed size above ReadOptions.max_buffer_bytes") {
   REQUIRE(plain.size() > 1000);
   SUBCASE("gzip") {
     InputError e = error_of(gzip(plain), options);
-    CHECK_MESSAGE(contains(e.message(), "exceeds the in-memory limit of 1000 bytes"), e.message());
+    CHECK_MESSAGE(contains(e.message(), "exceeds the in-memory limit of 1000 B"), e.message());
   }
   SUBCASE("zstd with content size") {
     InputError e = error_of(zstd(plain, true), options);

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 #include "memsnap/pickle/json_reader.hpp"
 #include "support/testdata.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "memsnap/analysis/allocator_rules.hpp"
 #include "memsnap/analysis/oom.hpp"
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 #include "memsnap/pickle/unpickler.hpp"
 #include "support/pickle_asm.hpp"
 #include "support/testdata.hpp"

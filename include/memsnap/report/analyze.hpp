@@ -12,7 +12,7 @@
 #include "memsnap/analysis/summary.hpp"
 #include "memsnap/analysis/oom.hpp"
 #include "memsnap/analysis/trace_analysis.hpp"
-#include "memsnap/snapshot/load.hpp"
+#include "memsnap/snapshot/input.hpp"
 
 namespace memsnap::report {
 

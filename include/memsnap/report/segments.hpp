@@ -9,7 +9,7 @@
 #include "memsnap/analysis/fragmentation.hpp"
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/report/analyze.hpp"
-#include "memsnap/snapshot/load.hpp"
+#include "memsnap/snapshot/input.hpp"
 
 namespace memsnap::report {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "memsnap/analysis/timeline.hpp"
-#include "memsnap/snapshot/load.hpp"
+#include "memsnap/snapshot/input.hpp"
 
 namespace memsnap::report {
 

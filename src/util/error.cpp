@@ -1,5 +1,5 @@
 // Out-of-line constructors and throw helpers for memsnap's error types.
-#include "memsnap/error.hpp"
+#include "memsnap/util/error.hpp"
 
 namespace memsnap {
 

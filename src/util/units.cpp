@@ -1,5 +1,5 @@
 // Formatting and parsing of byte sizes.
-#include "memsnap/units.hpp"
+#include "memsnap/util/units.hpp"
 
 #include <cctype>
 #include <cmath>
