@@ -50,6 +50,8 @@ gen expandable.pickle       "${small[@]}" --scenario train --steps 5 --expandabl
 gen expandable_leak.pickle  "${small[@]}" --scenario leak --steps 12 --expandable
 gen cpp.pickle              "${small[@]}" --scenario train --steps 3 --cpp-frames --extra-frames 3
 gen ring.pickle             "${small[@]}" --scenario leak --steps 12 --max-entries 200
+gen forward.pickle          --seed 1 --layers 24 --width 256 --batch 2 --seq 64 --scenario forward
+gen inference.pickle        --seed 1 --layers 12 --width 256 --batch 2 --seq 64 --scenario inference --steps 6
 gen train_gz.pickle.gz      "${small[@]}" --scenario train --steps 5
 gen train_zst.pickle        "${small[@]}" --scenario train --steps 5
 zstd -q -f --rm "$out/train_zst.pickle"
