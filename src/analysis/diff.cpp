@@ -1,4 +1,4 @@
-// Two snapshots compared device by device; sites matched by their stack strings.
+// Two snapshots compared device by device; sites matched by file, function and line.
 #include "memsnap/analysis/diff.hpp"
 
 #include <algorithm>
@@ -6,47 +6,66 @@
 #include <set>
 #include <unordered_map>
 
-#include "memsnap/analysis/sites.hpp"
-
 namespace memsnap::analysis {
+
+int64_t signed_delta(uint64_t a, uint64_t b) {
+  if (b >= a) return b - a > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(b - a);
+  return a - b > uint64_t(INT64_MAX) ? INT64_MIN : -int64_t(a - b);
+}
+
+int64_t SiteDelta::delta_bytes() const { return signed_delta(before_bytes, after_bytes); }
 
 namespace {
 
-struct Side {
-  uint64_t bytes = 0, count = 0;
-};
-
-// The user's call path of a stack (its frames in the user's code, innermost
-// first): what stays the same between two runs of one program, where torch and
-// native frames differ with the configuration (autocast, dtype, kernels).
-// Stacks without user frames keep their site.
-std::vector<std::string> call_path(const snapshot::Snapshot& snap, Sites& sites, snapshot::StackId id) {
-  std::vector<std::string> path;
-  for (auto f : snap.stacks[id]) {
-    const auto& fr = snap.frames[f];
-    if (classify_frame(snap.strings[fr.filename]) != FrameKind::User) continue;
-    path.push_back(sites.frame_string(f));
-  }
-  if (path.empty()) path.push_back(sites.site(id));
-  return path;
+DiffTotals totals(const Accounting& a) {
+  return {a.reserved_bytes,          a.allocated_bytes,      a.active_bytes,  a.requested_bytes,
+          a.external_free_bytes,     a.largest_free_block_bytes, a.segment_count, a.block_count};
 }
 
-// Live allocated blocks by call path.
-void collect(const snapshot::Snapshot& snap, const snapshot::Device& d, Sites& sites, bool after,
-             std::map<std::vector<std::string>, SiteDelta>& rows) {
-  std::unordered_map<uint32_t, std::vector<std::string>> paths;
+struct Row {
+  SiteDelta delta;
+  std::map<std::vector<std::string>, CallerPath> callers;
+};
+
+// The key of a site: the full file, function and line of its frame; the site text
+// for autograd nodes and operators (which have no frame of the user's code).
+std::string site_key(const Context& ctx, snapshot::StackId stack, SiteDelta& d) {
+  d.site = ctx.sites.site(stack);
+  if (auto f = ctx.sites.site_frame(stack)) {
+    const snapshot::Frame& fr = ctx.snap.frames[*f];
+    d.file = std::string(ctx.snap.strings[fr.filename]);
+    d.function = std::string(ctx.snap.strings[fr.name]);
+    d.line = fr.line;
+    return d.file + '\x1f' + d.function + '\x1f' + std::to_string(d.line);
+  }
+  return "\x1e" + d.site;
+}
+
+// Live allocated blocks by site (and by call path within the site).
+void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<std::string, Row>& rows) {
+  struct PerStack {
+    Row* row;
+    std::vector<std::string> callers;
+  };
+  std::unordered_map<uint32_t, PerStack> seen;  // dense stack ids
   for (const auto& b : d.blocks) {
     if (b.state != snapshot::BlockState::ActiveAllocated) continue;
-    auto [it, inserted] = paths.try_emplace(b.stack.v);
-    if (inserted) it->second = call_path(snap, sites, b.stack);
-    const auto& stack = it->second;
-    SiteDelta& r = rows[stack];
-    if (r.site.empty()) {
-      r.site = sites.site(b.stack);
-      r.stack = stack;
+    auto [it, inserted] = seen.try_emplace(b.stack.v);
+    if (inserted) {
+      SiteDelta probe;
+      std::string key = site_key(ctx, b.stack, probe);
+      auto [row, fresh] = rows.try_emplace(key);
+      if (fresh) row->second.delta = std::move(probe);
+      it->second.row = &row->second;
+      it->second.callers = ctx.sites.callers(b.stack, 8);
     }
-    (after ? r.after_bytes : r.before_bytes) += b.size;
-    (after ? r.after_allocations : r.before_allocations) += 1;
+    Row& r = *it->second.row;
+    CallerPath& c = r.callers[it->second.callers];
+    c.path = it->second.callers;
+    (after ? r.delta.after_bytes : r.delta.before_bytes) += b.size;
+    (after ? r.delta.after_allocations : r.delta.before_allocations) += 1;
+    (after ? c.after_bytes : c.before_bytes) += b.size;
+    (after ? c.after_allocations : c.before_allocations) += 1;
   }
 }
 
@@ -56,39 +75,77 @@ std::set<std::pair<uint64_t, uint64_t>> segment_keys(const snapshot::Device& d) 
   return keys;
 }
 
+// Labels are the site text; two sites whose text collides (same base name, line
+// and function in different directories) get their parent directories until distinct.
+void distinct_labels(std::vector<SiteDelta>& sites) {
+  std::map<std::string, std::vector<SiteDelta*>> by_label;
+  for (auto& s : sites) by_label[s.site].push_back(&s);
+  for (auto& [label, group] : by_label) {
+    if (group.size() < 2) continue;
+    for (size_t depth = 1; depth < 16; ++depth) {
+      std::set<std::string> seen;
+      bool unique = true;
+      for (SiteDelta* s : group) {
+        std::string dir = s->file;
+        size_t cut = dir.find_last_of('/');
+        std::string prefix;
+        for (size_t k = 0; k < depth && cut != std::string::npos && cut > 0; ++k) {
+          size_t prev = dir.find_last_of('/', cut - 1);
+          prefix = dir.substr(prev == std::string::npos ? 0 : prev + 1, cut - (prev == std::string::npos ? 0 : prev + 1)) +
+                   "/" + prefix;
+          cut = prev;
+        }
+        s->site = prefix + label;
+        unique = seen.insert(s->site).second && unique;
+      }
+      if (unique) break;
+    }
+  }
+}
+
 }  // namespace
 
-std::vector<DeviceDiff> diff_snapshots(const snapshot::Snapshot& a, const snapshot::Snapshot& b) {
+std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b) {
   std::set<int> indices;
-  for (const auto& d : a.devices) indices.insert(d.index);
-  for (const auto& d : b.devices) indices.insert(d.index);
-  Sites sa(a), sb(b);
+  for (const auto& d : a.snap.devices) indices.insert(d.index);
+  for (const auto& d : b.snap.devices) indices.insert(d.index);
   std::vector<DeviceDiff> out;
   for (int idx : indices) {
     DeviceDiff dd;
     dd.device = idx;
-    const snapshot::Device* da = a.device(idx);
-    const snapshot::Device* db = b.device(idx);
+    const snapshot::Device* da = a.snap.device(idx);
+    const snapshot::Device* db = b.snap.device(idx);
     dd.in_before = da != nullptr;
     dd.in_after = db != nullptr;
-    dd.before.device = dd.after.device = idx;
-    if (da) dd.before = summarize(*da);
-    if (db) dd.after = summarize(*db);
+    if (da) dd.before = totals(account(a, *da));
+    if (db) dd.after = totals(account(b, *db));
     auto ka = da ? segment_keys(*da) : std::set<std::pair<uint64_t, uint64_t>>{};
     auto kb = db ? segment_keys(*db) : std::set<std::pair<uint64_t, uint64_t>>{};
     if (da)
       for (const auto& s : da->segments)
-        if (!kb.count({s.address, s.total_size})) dd.segments_only_before.push_back({s.address, s.total_size, s.pool, s.stream});
+        if (!kb.count({s.address, s.total_size}))
+          dd.segments_only_before.push_back({s.address, s.total_size, s.pool, s.stream});
     if (db)
       for (const auto& s : db->segments)
-        if (!ka.count({s.address, s.total_size})) dd.segments_only_after.push_back({s.address, s.total_size, s.pool, s.stream});
-    std::map<std::vector<std::string>, SiteDelta> rows;
-    if (da) collect(a, *da, sa, false, rows);
-    if (db) collect(b, *db, sb, true, rows);
-    for (auto& [key, r] : rows) dd.sites.push_back(std::move(r));
+        if (!ka.count({s.address, s.total_size}))
+          dd.segments_only_after.push_back({s.address, s.total_size, s.pool, s.stream});
+    std::map<std::string, Row> rows;
+    if (da) collect(a, *da, false, rows);
+    if (db) collect(b, *db, true, rows);
+    for (auto& [key, r] : rows) {
+      for (auto& [path, c] : r.callers) r.delta.callers.push_back(std::move(c));
+      std::stable_sort(r.delta.callers.begin(), r.delta.callers.end(), [](const CallerPath& x, const CallerPath& y) {
+        uint64_t mx = std::max(x.before_bytes, x.after_bytes), my = std::max(y.before_bytes, y.after_bytes);
+        return mx > my;
+      });
+      r.delta.stack = {r.delta.site};
+      if (!r.delta.callers.empty())
+        r.delta.stack.insert(r.delta.stack.end(), r.delta.callers.front().path.begin(), r.delta.callers.front().path.end());
+      dd.sites.push_back(std::move(r.delta));
+    }
+    distinct_labels(dd.sites);
     std::stable_sort(dd.sites.begin(), dd.sites.end(), [](const SiteDelta& x, const SiteDelta& y) {
-      uint64_t ax = uint64_t(std::llabs(x.delta_bytes())), ay = uint64_t(std::llabs(y.delta_bytes()));
-      if (ax != ay) return ax > ay;
+      if (x.change_magnitude() != y.change_magnitude()) return x.change_magnitude() > y.change_magnitude();
       if (x.after_bytes != y.after_bytes) return x.after_bytes > y.after_bytes;
       return x.site < y.site;
     });

@@ -1,5 +1,10 @@
-// Names of finding severities (as they appear in JSON and text).
+// The rules that raise findings: one home for every threshold (FindingThresholds).
 #include "memsnap/analysis/findings.hpp"
+
+#include <array>
+#include <string_view>
+
+#include "memsnap/analysis/analyze.hpp"
 
 namespace memsnap::analysis {
 
@@ -10,6 +15,120 @@ const char* to_string(Severity s) {
     case Severity::Critical: return "critical";
   }
   return "?";
+}
+
+namespace {
+
+struct KindName {
+  FindingKind kind;
+  const char* name;
+};
+
+// The stable JSON strings: scripts match on them, so they never change.
+constexpr std::array<KindName, 17> kKindNames{{
+    {FindingKind::OomFragmentation, "oom_fragmentation"},
+    {FindingKind::OomSegmentRounding, "oom_segment_rounding"},
+    {FindingKind::OomLeak, "oom_leak"},
+    {FindingKind::OomExternal, "oom_external"},
+    {FindingKind::OomCapacity, "oom_capacity"},
+    {FindingKind::OomRetryInExcept, "oom_retry_in_except"},
+    {FindingKind::LeakAutogradHistory, "leak_autograd_history"},
+    {FindingKind::LeakTensorList, "leak_tensor_list"},
+    {FindingKind::LeakGrowth, "leak_growth"},
+    {FindingKind::GrowingWithInput, "growing_with_input"},
+    {FindingKind::GrowthUnattributed, "growth_unattributed"},
+    {FindingKind::ActivationsKeptWithoutBackward, "activations_kept_without_backward"},
+    {FindingKind::StrandedFreeMemory, "stranded_free_memory"},
+    {FindingKind::FragmentedPool, "fragmented_pool"},
+    {FindingKind::ReleasableCache, "releasable_cache"},
+    {FindingKind::PendingFree, "pending_free"},
+    {FindingKind::TraceInconsistent, "trace_inconsistent"},
+}};
+
+bool passes(uint64_t bytes, uint64_t reserved, double share, uint64_t min_bytes) {
+  return bytes >= min_bytes && double(bytes) >= share * double(reserved);
+}
+
+FindingKind oom_kind(OomCause c) {
+  switch (c) {
+    case OomCause::Fragmentation: return FindingKind::OomFragmentation;
+    case OomCause::SegmentRounding: return FindingKind::OomSegmentRounding;
+    case OomCause::Leak: return FindingKind::OomLeak;
+    case OomCause::External: return FindingKind::OomExternal;
+    case OomCause::Capacity: return FindingKind::OomCapacity;
+  }
+  return FindingKind::OomCapacity;
+}
+
+}  // namespace
+
+const char* to_string(FindingKind k) {
+  for (const auto& kn : kKindNames)
+    if (kn.kind == k) return kn.name;
+  return "?";
+}
+
+std::optional<FindingKind> finding_kind_from_string(std::string_view s) {
+  for (const auto& kn : kKindNames)
+    if (s == kn.name) return kn.kind;
+  return std::nullopt;
+}
+
+std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d, const FindingThresholds& t) {
+  (void)ctx;
+  std::vector<Finding> f;
+  // Out of memory first: one per explained OOM, by its leading cause.
+  for (size_t i = 0; i < d.ooms.explained.size(); ++i) {
+    const OomReport& r = d.ooms.explained[i];
+    f.push_back({oom_kind(r.cause()), Severity::Critical, r.requested_bytes, i});
+    if (r.retry_in_except) f.push_back({FindingKind::OomRetryInExcept, Severity::Warning, r.requested_bytes, i});
+  }
+  if (!d.trace.consistent && d.trace.first_mismatch) f.push_back({FindingKind::TraceInconsistent, Severity::Warning, 0, 0});
+  // Across iterations: leaks by pattern, one finding per pattern; the headline growth
+  // is the iterations' own figure, so the line, the table and the finding agree.
+  const Iterations& it = d.iterations;
+  uint64_t growth = it.growth_bytes_per_iteration > 0 ? uint64_t(it.growth_bytes_per_iteration) : 0;
+  bool autograd = false, list = false, other = false;
+  for (const auto& l : d.leaks) {
+    autograd = autograd || l.pattern == LeakPattern::AutogradHistory;
+    list = list || l.pattern == LeakPattern::TensorList;
+    other = other || l.pattern == LeakPattern::Unclassified;
+  }
+  if (autograd) f.push_back({FindingKind::LeakAutogradHistory, Severity::Critical, growth, 0});
+  if (list) f.push_back({FindingKind::LeakTensorList, Severity::Critical, growth, 0});
+  if (other) f.push_back({FindingKind::LeakGrowth, Severity::Warning, growth, 0});
+  if (!d.growing.empty()) f.push_back({FindingKind::GrowingWithInput, Severity::Warning, d.growing.front().last_bytes, 0});
+  if (d.leaks.empty() && it.count >= t.growth_min_iterations && growth > 0 && it.rising_share >= t.growth_rising_share &&
+      d.peaks.allocated &&
+      double(growth) * double(it.count) > t.growth_share_of_peak * double(d.peaks.allocated->allocated_bytes))
+    f.push_back({FindingKind::GrowthUnattributed, Severity::Warning, growth, 0});
+  // One pass that keeps every layer's activations, and no backward to free them.
+  if (d.structure && d.structure->keeps_activations && !d.structure->backward_seen && d.structure->kept_bytes > 0)
+    f.push_back({FindingKind::ActivationsKeptWithoutBackward, Severity::Info, d.structure->kept_bytes, 0});
+  // The state.
+  const Accounting& a = d.accounting;
+  const uint64_t reserved = a.reserved_bytes;
+  if (passes(a.stranded_bytes, reserved, t.stranded_share, t.stranded_min_bytes))
+    f.push_back({FindingKind::StrandedFreeMemory,
+                 double(a.stranded_bytes) >= t.stranded_share_critical * double(reserved) ? Severity::Critical
+                                                                                         : Severity::Warning,
+                 a.stranded_bytes, 0});
+  // The worst fragmented pool, measured on the memory that stays cached after the
+  // allocator's own release-and-retry (whole free units go back before an OOM).
+  std::optional<size_t> worst;
+  for (size_t i = 0; i < a.pools.size(); ++i) {
+    const auto& p = a.pools[i];
+    if (p.fragmentation >= t.pool_fragmentation &&
+        passes(p.stranded_bytes, reserved, t.pool_stranded_share, t.pool_stranded_min_bytes) &&
+        (!worst || p.stranded_bytes > a.pools[*worst].stranded_bytes))
+      worst = i;
+  }
+  if (worst) f.push_back({FindingKind::FragmentedPool, Severity::Warning, a.pools[*worst].stranded_bytes, *worst});
+  if (passes(a.releasable_bytes, reserved, t.releasable_share, t.releasable_min_bytes))
+    f.push_back({FindingKind::ReleasableCache, Severity::Info, a.releasable_bytes, 0});
+  if (passes(a.pending_free_bytes, reserved, t.pending_share, t.pending_min_bytes))
+    f.push_back({FindingKind::PendingFree, Severity::Info, a.pending_free_bytes, 0});
+  return f;
 }
 
 }  // namespace memsnap::analysis

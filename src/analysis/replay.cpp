@@ -1,10 +1,11 @@
-// Trace replay: undo every event from the dumped state to find the window's start, then step forwards.
+// Trace replay: undo every event from the dumped state to find the window's start,
+// then one forward sweep that records live ranges, peaks, OOMs and checkpoints.
 #include "memsnap/analysis/replay.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "memsnap/analysis/allocator_rules.hpp"
+#include "memsnap/util/flat_map.hpp"
 
 namespace memsnap::analysis {
 
@@ -15,16 +16,18 @@ using snapshot::TraceEvent;
 
 namespace {
 
-using SegMap = std::map<uint64_t, ReplaySegment>;
-
 std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  do {
+    out.insert(out.begin(), digits[v & 15]);
+    v >>= 4;
+  } while (v);
+  return "0x" + out;
 }
 
-// The segment (mapped range) containing `addr`, or end().
-SegMap::const_iterator containing(const SegMap& segs, uint64_t addr) {
+template <class Map>
+typename Map::const_iterator containing(const Map& segs, uint64_t addr) {
   auto it = segs.upper_bound(addr);
   if (it == segs.begin()) return segs.end();
   --it;
@@ -32,16 +35,19 @@ SegMap::const_iterator containing(const SegMap& segs, uint64_t addr) {
 }
 
 // Whether [a, a + n) overlaps any range.
-bool overlaps(const SegMap& segs, uint64_t a, uint64_t n) {
+template <class Map>
+bool overlaps(const Map& segs, uint64_t a, uint64_t n) {
+  uint64_t end = a + n < a ? UINT64_MAX : a + n;
   auto it = segs.lower_bound(a);
-  if (it != segs.end() && it->first < a + n) return true;
+  if (it != segs.end() && it->first < end) return true;
   if (it != segs.begin() && std::prev(it)->second.end > a) return true;
   return false;
 }
 
 // Expandable segments: mapping pages joins them to the adjacent mapped range of
 // the same reservation, as the snapshot reports each contiguous range once.
-void map_range(SegMap& segs, uint64_t a, uint64_t n, ReplaySegment proto) {
+template <class Map, class Seg>
+void map_range(Map& segs, uint64_t a, uint64_t n, Seg proto) {
   proto.end = a + n;
   uint64_t start = a;
   auto next = segs.find(a + n);
@@ -65,14 +71,15 @@ void map_range(SegMap& segs, uint64_t a, uint64_t n, ReplaySegment proto) {
 }
 
 // Removes [a, a + n) from the mapped ranges; false when it was not all mapped.
-bool unmap_range(SegMap& segs, uint64_t a, uint64_t n) {
+template <class Map>
+bool unmap_range(Map& segs, uint64_t a, uint64_t n) {
   auto it = containing(segs, a);
-  if (it == segs.end() || it->second.end < a + n) return false;
+  if (it == segs.end() || a + n < a || it->second.end < a + n) return false;
   uint64_t start = it->first;
-  ReplaySegment seg = it->second;
+  auto seg = it->second;
   segs.erase(it);
   if (start < a) {
-    ReplaySegment left = seg;
+    auto left = seg;
     left.end = a;
     segs[start] = left;
   }
@@ -85,12 +92,15 @@ bool unmap_range(SegMap& segs, uint64_t a, uint64_t n) {
 Pool Replay::guess_pool(uint64_t addr, uint64_t size, uint64_t stream, bool expandable) const {
   if (!expandable) return size == rules::kSmallBuffer ? Pool::Small : Pool::Large;
   // One reservation per pool and stream: take the pool of the nearest dumped range.
-  const snapshot::Segment* best = nullptr;
-  uint64_t best_d = UINT64_MAX;
-  for (const auto& s : device_.segments) {
-    if (!s.expandable || s.stream != stream) continue;
-    uint64_t d = s.address > addr ? s.address - addr : addr - s.address;
-    if (d < best_d) best_d = d, best = &s;
+  auto lo = std::lower_bound(expandable_bases_.begin(), expandable_bases_.end(), std::pair{stream, addr},
+                             [](const Base& b, const std::pair<uint64_t, uint64_t>& k) {
+                               return b.stream != k.first ? b.stream < k.first : b.address < k.second;
+                             });
+  const Base* best = nullptr;
+  if (lo != expandable_bases_.end() && lo->stream == stream) best = &*lo;
+  if (lo != expandable_bases_.begin() && std::prev(lo)->stream == stream) {
+    const Base& b = *std::prev(lo);
+    if (!best || addr - b.address < best->address - addr) best = &b;
   }
   if (best) return best->pool;
   return size % rules::kLargeBuffer == 0 ? Pool::Large : Pool::Small;
@@ -100,16 +110,35 @@ void Replay::note(uint32_t event, std::string what) {
   if (!mismatch_ || event < mismatch_->event) mismatch_ = ReplayMismatch{event, std::move(what)};
 }
 
-bool Replay::window_starts_mid_run() const { return !start_.live_.empty() || !start_.segments_.empty(); }
+uint64_t Replay::size_slack(uint64_t rounded) const {
+  if (expandable_ || rounded <= rules::kSmallSize) return 0;
+  const auto& mss = ctx_.snap.settings.max_split_size;
+  return mss && rounded >= *mss ? rules::kLargeBuffer : rules::kSmallSize;
+}
 
-Replay::Replay(const snapshot::Snapshot& snap, const snapshot::Device& device) : snap_(snap), device_(device) {
-  start_.replay_ = this;
-  // The dumped state: exact.
-  auto& live = start_.live_;
-  auto& segs = start_.segments_;
+Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayOptions& options)
+    : ctx_(ctx), device_(device) {
   for (const auto& s : device_.segments) {
     expandable_ = expandable_ || s.expandable;
-    ReplaySegment rs;
+    if (s.expandable) expandable_bases_.push_back({s.stream, s.address, s.pool});
+  }
+  std::sort(expandable_bases_.begin(), expandable_bases_.end(), [](const Base& a, const Base& b) {
+    return a.stream != b.stream ? a.stream < b.stream : a.address < b.address;
+  });
+  std::vector<LiveRange> start_live;
+  undo(start_live, start_segments_);
+  starts_mid_run_ = !start_live.empty() || !start_segments_.empty();
+  ranges_ = std::move(start_live);
+  first_window_range_ = static_cast<uint32_t>(ranges_.size());
+  sweep(options);
+}
+
+// Backwards from the dump: what was live and reserved before the first event, and
+// the exact size of every alloc whose block survives to the dump.
+void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
+  FlatMap64<LiveRange> live;
+  for (const auto& s : device_.segments) {
+    Seg rs;
     rs.end = s.address + s.total_size;
     rs.stream = s.stream;
     rs.pool = s.pool;
@@ -120,117 +149,73 @@ Replay::Replay(const snapshot::Snapshot& snap, const snapshot::Device& device) :
     segs[s.address] = rs;
     for (const auto& b : device_.blocks_of(s)) {
       if (!b.is_active()) continue;
-      LiveAlloc a;
-      a.size = b.size;
-      a.requested = b.requested_size;
-      a.stream = s.stream;
-      a.stack = b.stack;
-      a.pending = b.state == BlockState::ActivePendingFree;
-      live[b.address] = a;
+      LiveRange r;
+      r.addr = b.address;
+      r.size = b.size;
+      r.requested = b.requested_size;
+      r.stream = s.stream;
+      r.stack = b.stack;
+      r.pending_at_start = b.state == BlockState::ActivePendingFree;  // "pending" while undoing
+      live.try_emplace(b.address, r);
     }
   }
-  undo_all(live, segs);
-
-  for (const auto& [addr, a] : live) {
-    if (!a.size_exact) ++estimated_blocks_;
-    if (!a.pending) {
-      start_.totals_.allocated += a.size;
-      start_.totals_.requested += a.requested;
-    }
-    start_.totals_.active += a.size;
-  }
-  for (const auto& [addr, s] : segs) start_.totals_.reserved += s.end - addr;
-
-  // Forwards once to check every event against the state it meets.
-  ReplayState st = start_;
   const auto& trace = device_.trace;
-  for (uint32_t i = 0; i < trace.size(); ++i) {
-    const TraceEvent& e = trace[i];
-    switch (e.action) {
-      case Action::Alloc:
-        if (!exact_size_.count(i)) ++estimated_blocks_;
-        if (st.live_.count(e.addr)) note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
-        else if (containing(st.segments_, e.addr) == st.segments_.end())
-          note(i, "alloc at " + hex(e.addr) + " outside every segment");
-        break;
-      case Action::FreeRequested:
-      case Action::FreeCompleted:
-      case Action::Free:
-        if (!st.live_.count(e.addr))
-          note(i, std::string(snapshot::to_string(e.action)) + " of " + hex(e.addr) + ", where no block is live");
-        break;
-      case Action::SegmentAlloc:
-        if (overlaps(st.segments_, e.addr, e.size))
-          note(i, "segment_alloc at " + hex(e.addr) + " overlaps a live segment");
-        break;
-      case Action::SegmentFree:
-        if (!st.segments_.count(e.addr)) note(i, "segment_free of " + hex(e.addr) + ", which is not a live segment");
-        break;
-      default: break;
-    }
-    st.step();
-  }
-}
-
-void Replay::undo_all(std::unordered_map<uint64_t, LiveAlloc>& live, SegMap& segs) {
-  const auto& trace = device_.trace;
+  FlatMap64<uint64_t>& exact = exact_size_;
+  auto estimated = [&](const TraceEvent& e, bool pending) {
+    LiveRange r;
+    r.addr = e.addr;
+    r.size = rules::round_size(e.size, ctx_.snap.settings);
+    r.requested = e.size;
+    r.stream = e.stream;
+    r.stack = e.stack;
+    r.size_exact = false;
+    r.pending_at_start = pending;
+    return r;
+  };
   for (size_t k = trace.size(); k-- > 0;) {
     const TraceEvent& e = trace[k];
     uint32_t i = static_cast<uint32_t>(k);
     switch (e.action) {
       case Action::Alloc: {
-        auto it = live.find(e.addr);
-        if (it == live.end() || it->second.pending) {
+        LiveRange* r = live.find(e.addr);
+        if (!r || r->pending_at_start) {
           note(i, "alloc at " + hex(e.addr) + ", but no block is allocated there after it");
-          if (it != live.end()) live.erase(it);
+          if (r) live.erase(e.addr);
           break;
         }
-        if (it->second.size_exact) exact_size_[i] = it->second.size;
-        live.erase(it);
+        if (r->size_exact) exact[i] = r->size;
+        live.erase(e.addr);
         break;
       }
       case Action::FreeRequested: {
-        auto it = live.find(e.addr);
-        if (it == live.end()) {
+        LiveRange* r = live.find(e.addr);
+        if (!r) {
           note(i, "free_requested of " + hex(e.addr) + ", but its block is not awaiting completion after it");
-          LiveAlloc a;
-          a.size = rules::round_size(e.size, snap_.settings);
-          a.requested = e.size;
-          a.stream = e.stream;
-          a.stack = e.stack;
-          a.size_exact = false;
-          live[e.addr] = a;
+          live.try_emplace(e.addr, estimated(e, false));
         } else {
-          it->second.pending = false;
+          r->pending_at_start = false;
         }
         break;
       }
       case Action::FreeCompleted:
       case Action::Free: {
-        if (live.count(e.addr)) note(i, "free of " + hex(e.addr) + ", but a block is still live there after it");
-        LiveAlloc a;
-        a.size = rules::round_size(e.size, snap_.settings);
-        a.requested = e.size;
-        a.stream = e.stream;
-        a.stack = e.stack;
-        a.pending = e.action == Action::FreeCompleted;
-        a.size_exact = false;
-        live[e.addr] = a;
+        if (live.contains(e.addr)) {
+          note(i, "free of " + hex(e.addr) + ", but a block is still live there after it");
+          live.erase(e.addr);
+        }
+        live.try_emplace(e.addr, estimated(e, e.action == Action::FreeCompleted));
         break;
       }
       case Action::SegmentAlloc: {
         auto it = segs.find(e.addr);
-        if (it == segs.end() || it->second.end - it->first != e.size) {
+        if (it == segs.end() || it->second.end - it->first != e.size)
           note(i, "segment_alloc of " + hex(e.addr) + ", but no such segment exists after it");
-          if (it != segs.end()) segs.erase(it);
-        } else {
-          segs.erase(it);
-        }
+        if (it != segs.end()) segs.erase(it);
         break;
       }
       case Action::SegmentFree: {
         if (overlaps(segs, e.addr, e.size)) note(i, "segment_free of " + hex(e.addr) + ", but a segment is there after it");
-        ReplaySegment s;
+        Seg s;
         s.end = e.addr + e.size;
         s.stream = e.stream;
         s.pool = guess_pool(e.addr, e.size, e.stream, false);
@@ -244,7 +229,7 @@ void Replay::undo_all(std::unordered_map<uint64_t, LiveAlloc>& live, SegMap& seg
         break;
       case Action::SegmentUnmap: {
         if (overlaps(segs, e.addr, e.size)) note(i, "segment_unmap of " + hex(e.addr) + ", but it is mapped after it");
-        ReplaySegment s;
+        Seg s;
         s.stream = e.stream;
         s.expandable = true;
         s.pool = guess_pool(e.addr, e.size, e.stream, true);
@@ -254,125 +239,219 @@ void Replay::undo_all(std::unordered_map<uint64_t, LiveAlloc>& live, SegMap& seg
       default: break;
     }
   }
+  live.for_each([&](uint64_t, const LiveRange& r) { start_live.push_back(r); });
+  // A deterministic order (the map's is seeded): by address.
+  std::sort(start_live.begin(), start_live.end(), [](const LiveRange& a, const LiveRange& b) { return a.addr < b.addr; });
 }
 
-void ReplayState::step() {
-  const auto& trace = replay_->device_.trace;
-  uint32_t i = position_ == kBeforeWindow ? 0 : position_ + 1;
-  if (i >= trace.size()) return;
-  position_ = i;
-  const TraceEvent& e = trace[i];
+int64_t Replay::apply_segment_event(SegMap& segs, const TraceEvent& e, std::string* problem) const {
   switch (e.action) {
-    case Action::Alloc: {
-      LiveAlloc a;
-      if (auto it = replay_->exact_size_.find(i); it != replay_->exact_size_.end()) {
-        a.size = it->second;
-      } else {
-        a.size = rules::round_size(e.size, replay_->snap_.settings);
-        a.size_exact = false;
-      }
-      a.requested = e.size;
-      a.stream = e.stream;
-      a.stack = e.stack;
-      a.alloc_event = i;
-      auto [it, inserted] = live_.try_emplace(e.addr, a);
-      if (!inserted) {  // inconsistent trace: the old block is replaced
-        const LiveAlloc& old = it->second;
-        if (!old.pending) {
-          totals_.allocated -= old.size;
-          totals_.requested -= old.requested;
-        }
-        totals_.active -= old.size;
-        it->second = a;
-      }
-      totals_.allocated += a.size;
-      totals_.active += a.size;
-      totals_.requested += a.requested;
-      break;
-    }
-    case Action::FreeRequested: {
-      auto it = live_.find(e.addr);
-      if (it != live_.end() && !it->second.pending) {
-        it->second.pending = true;
-        totals_.allocated -= it->second.size;
-        totals_.requested -= it->second.requested;
-      }
-      break;
-    }
-    case Action::FreeCompleted:
-    case Action::Free: {
-      auto it = live_.find(e.addr);
-      if (it != live_.end()) {
-        if (!it->second.pending) {
-          totals_.allocated -= it->second.size;
-          totals_.requested -= it->second.requested;
-        }
-        totals_.active -= it->second.size;
-        live_.erase(it);
-      }
-      break;
-    }
     case Action::SegmentAlloc: {
-      if (overlaps(segments_, e.addr, e.size)) break;
-      ReplaySegment s;
+      if (overlaps(segs, e.addr, e.size)) {
+        if (problem) *problem = "segment_alloc at " + hex(e.addr) + " overlaps a live segment";
+        return 0;
+      }
+      Seg s;
       s.end = e.addr + e.size;
       s.stream = e.stream;
-      s.pool = replay_->guess_pool(e.addr, e.size, e.stream, false);
+      s.pool = guess_pool(e.addr, e.size, e.stream, false);
       s.stack = e.stack;
-      segments_[e.addr] = s;
-      totals_.reserved += e.size;
-      break;
+      segs[e.addr] = s;
+      return static_cast<int64_t>(e.size);
     }
     case Action::SegmentFree: {
-      auto it = segments_.find(e.addr);
-      if (it != segments_.end()) {
-        totals_.reserved -= it->second.end - it->first;
-        segments_.erase(it);
+      auto it = segs.find(e.addr);
+      if (it == segs.end()) {
+        if (problem) *problem = "segment_free of " + hex(e.addr) + ", which is not a live segment";
+        return 0;
       }
-      break;
+      int64_t size = static_cast<int64_t>(it->second.end - it->first);
+      segs.erase(it);
+      return -size;
     }
     case Action::SegmentMap: {
-      if (overlaps(segments_, e.addr, e.size)) break;
-      ReplaySegment s;
+      if (overlaps(segs, e.addr, e.size)) return 0;
+      Seg s;
       s.stream = e.stream;
       s.expandable = true;
-      s.pool = replay_->guess_pool(e.addr, e.size, e.stream, true);
+      s.pool = guess_pool(e.addr, e.size, e.stream, true);
       s.stack = e.stack;
-      map_range(segments_, e.addr, e.size, s);
-      totals_.reserved += e.size;
-      break;
+      map_range(segs, e.addr, e.size, s);
+      return static_cast<int64_t>(e.size);
     }
-    case Action::SegmentUnmap:
-      if (unmap_range(segments_, e.addr, e.size)) totals_.reserved -= e.size;
-      break;
-    default: break;
+    case Action::SegmentUnmap: return unmap_range(segs, e.addr, e.size) ? -static_cast<int64_t>(e.size) : 0;
+    default: return 0;
   }
 }
 
-uint64_t ReplayState::estimated_live_blocks() const {
-  uint64_t n = 0;
-  for (const auto& [addr, a] : live_) n += !a.size_exact;
-  return n;
+void Replay::sweep(const ReplayOptions& options) {
+  const auto& trace = device_.trace;
+  const uint32_t n = static_cast<uint32_t>(trace.size());
+  FlatMap64<uint32_t> live;  // address -> range id
+  Totals t;
+  for (uint32_t id = 0; id < ranges_.size(); ++id) {
+    const LiveRange& r = ranges_[id];
+    live.try_emplace(r.addr, id);
+    if (!r.size_exact) ++estimated_blocks_;
+    if (!r.pending_at_start) {
+      t.allocated += r.size;
+      t.requested += r.requested;
+    }
+    t.active += r.size;
+  }
+  SegMap segs = start_segments_;
+  for (const auto& [addr, s] : segs) t.reserved += s.end - addr;
+  start_totals_ = t;
+  if (options.record_series) {
+    series_allocated_.reserve(n);
+    series_active_.reserve(n);
+    series_reserved_.reserve(n);
+  }
+  auto release = [&](LiveRange& r, uint32_t i, bool completes) {
+    if (r.freed == kNever && !r.pending_at_start) {
+      r.freed = i;
+      t.allocated -= r.size;
+      t.requested -= r.requested;
+    }
+    if (completes) {
+      r.end = i;
+      t.active -= r.size;
+    }
+  };
+  uint32_t since_checkpoint = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const TraceEvent& e = trace[i];
+    switch (e.action) {
+      case Action::Alloc: {
+        if (uint32_t* old = live.find(e.addr)) {
+          note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
+          release(ranges_[*old], i, true);  // the old block is replaced
+          live.erase(e.addr);
+        } else if (containing(segs, e.addr) == segs.end()) {
+          note(i, "alloc at " + hex(e.addr) + " outside every segment");
+        }
+        LiveRange r;
+        r.addr = e.addr;
+        if (const uint64_t* size = exact_size_.find(i)) {
+          r.size = *size;
+        } else {
+          r.size = rules::round_size(e.size, ctx_.snap.settings);
+          r.size_exact = false;
+          ++estimated_blocks_;
+        }
+        r.requested = e.size;
+        r.stream = e.stream;
+        r.stack = e.stack;
+        r.begin = i;
+        r.allocated_before = t.allocated;
+        live.try_emplace(e.addr, static_cast<uint32_t>(ranges_.size()));
+        ranges_.push_back(r);
+        t.allocated += r.size;
+        t.active += r.size;
+        t.requested += r.requested;
+        break;
+      }
+      case Action::FreeRequested:
+      case Action::FreeCompleted:
+      case Action::Free: {
+        uint32_t* id = live.find(e.addr);
+        if (!id) {
+          if (e.action != Action::FreeRequested)
+            note(i, std::string(snapshot::to_string(e.action)) + " of " + hex(e.addr) + ", where no block is live");
+          break;
+        }
+        bool completes = e.action != Action::FreeRequested;
+        release(ranges_[*id], i, completes);
+        if (completes) live.erase(e.addr);
+        break;
+      }
+      case Action::SegmentAlloc:
+      case Action::SegmentFree:
+      case Action::SegmentMap:
+      case Action::SegmentUnmap: {
+        segment_events_.push_back(i);
+        std::string problem;
+        t.reserved += static_cast<uint64_t>(apply_segment_event(segs, e, &problem));  // two's complement delta
+        if (!problem.empty()) note(i, std::move(problem));
+        break;
+      }
+      default: break;
+    }
+    if (!peak_allocated_ || t.allocated > peak_allocated_->totals.allocated) peak_allocated_ = TotalsAt{i, t};
+    if (!peak_reserved_ || t.reserved > peak_reserved_->totals.reserved) peak_reserved_ = TotalsAt{i, t};
+    if (e.action == Action::Oom) ooms_.push_back({i, t});
+    if (options.record_series) {
+      series_allocated_.push_back(t.allocated);
+      series_active_.push_back(t.active);
+      series_reserved_.push_back(t.reserved);
+    }
+    if (++since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), live.size()) && i + 1 < n) {
+      Checkpoint c;
+      c.event = i;
+      c.first_new_range = static_cast<uint32_t>(ranges_.size());
+      c.live.reserve(live.size());
+      live.for_each([&](uint64_t, uint32_t id) { c.live.push_back(id); });
+      std::sort(c.live.begin(), c.live.end());
+      checkpoints_.push_back(std::move(c));
+      since_checkpoint = 0;
+    }
+  }
 }
 
-ReplayState Replay::state_after(uint32_t index) const {
-  ReplayState s = start_;
-  uint32_t last = std::min<uint32_t>(index, static_cast<uint32_t>(device_.trace.size()) - 1);
-  if (device_.trace.empty()) return s;
-  for (uint32_t i = 0; i <= last; ++i) s.step();
-  return s;
+std::optional<uint32_t> Replay::range_of_alloc(uint32_t event) const {
+  auto first = ranges_.begin() + first_window_range_;
+  auto it = std::lower_bound(first, ranges_.end(), event, [](const LiveRange& r, uint32_t e) { return r.begin < e; });
+  if (it == ranges_.end() || it->begin != event) return std::nullopt;
+  return static_cast<uint32_t>(it - ranges_.begin());
 }
 
-snapshot::Device ReplayState::to_device(int index) const {
+ReplayedState Replay::state_after(uint32_t index) const {
+  ReplayedState out;
+  // Blocks: the nearest checkpoint at or before the event, then the ranges begun since.
+  auto cp = std::upper_bound(checkpoints_.begin(), checkpoints_.end(), index,
+                             [](uint32_t i, const Checkpoint& c) { return i < c.event; });
+  std::vector<const LiveRange*> live;
+  auto take = [&](const LiveRange& r) {
+    if (r.active_at(index)) live.push_back(&r);
+  };
+  uint32_t from = first_window_range_;
+  if (cp == checkpoints_.begin()) {
+    for (uint32_t id = 0; id < first_window_range_; ++id) take(ranges_[id]);
+  } else {
+    --cp;
+    for (uint32_t id : cp->live) take(ranges_[id]);
+    from = cp->first_new_range;
+  }
+  for (uint32_t id = from; id < ranges_.size() && ranges_[id].begin <= index; ++id) take(ranges_[id]);
+  std::sort(live.begin(), live.end(), [](const LiveRange* a, const LiveRange* b) { return a->addr < b->addr; });
+  // Segments: the window's start plus the segment events up to the event.
+  SegMap segs = start_segments_;
+  for (uint32_t i : segment_events_) {
+    if (i > index) break;
+    apply_segment_event(segs, device_.trace[i], nullptr);
+  }
+  out.device = to_device(segs, live, index);
+  for (const LiveRange* r : live) {
+    out.totals.active += r->size;
+    if (r->allocated_at(index)) {
+      out.totals.allocated += r->size;
+      out.totals.requested += r->requested;
+    }
+    if (!r->size_exact) {
+      ++out.estimated_blocks;
+      out.size_uncertainty += size_slack(r->size);
+    }
+  }
+  for (const auto& [addr, s] : segs) out.totals.reserved += s.end - addr;
+  return out;
+}
+
+snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<const LiveRange*>& blocks, uint32_t at) const {
   snapshot::Device d;
-  d.index = index;
-  std::vector<std::pair<uint64_t, const LiveAlloc*>> blocks;
-  blocks.reserve(live_.size());
-  for (const auto& [addr, a] : live_) blocks.emplace_back(addr, &a);
-  std::sort(blocks.begin(), blocks.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  d.index = device_.index;
   size_t bi = 0;
   uint32_t file_index = 0;
-  for (const auto& [start, rs] : segments_) {
+  for (const auto& [start, rs] : segs) {
     snapshot::Segment s;
     s.address = start;
     s.total_size = rs.end - start;
@@ -384,7 +463,7 @@ snapshot::Device ReplayState::to_device(int index) const {
     s.stack = rs.stack;
     s.file_index = file_index++;
     s.first_block = static_cast<uint32_t>(d.blocks.size());
-    while (bi < blocks.size() && blocks[bi].first < start) ++bi;  // outside every segment
+    while (bi < blocks.size() && blocks[bi]->addr < start) ++bi;  // outside every segment
     uint64_t cursor = start;
     auto gap = [&](uint64_t upto) {
       if (upto > cursor) {
@@ -396,19 +475,19 @@ snapshot::Device ReplayState::to_device(int index) const {
         cursor = upto;
       }
     };
-    for (; bi < blocks.size() && blocks[bi].first < rs.end; ++bi) {
-      const auto& [addr, a] = blocks[bi];
-      if (addr < cursor) continue;  // overlaps an estimated neighbour: keep the first
-      gap(addr);
+    for (; bi < blocks.size() && blocks[bi]->addr < rs.end; ++bi) {
+      const LiveRange& r = *blocks[bi];
+      if (r.addr < cursor) continue;  // overlaps an estimated neighbour: keep the first
+      gap(r.addr);
       snapshot::Block b;
-      b.address = addr;
-      b.size = std::min(a->size, rs.end - addr);
-      b.requested_size = a->requested;
+      b.address = r.addr;
+      b.size = std::min(r.size, rs.end - r.addr);
+      b.requested_size = r.requested;
       b.requested_known = true;
-      b.stack = a->stack;
-      b.state = a->pending ? BlockState::ActivePendingFree : BlockState::ActiveAllocated;
+      b.stack = r.stack;
+      b.state = r.allocated_at(at) ? BlockState::ActiveAllocated : BlockState::ActivePendingFree;
       d.blocks.push_back(b);
-      cursor = addr + b.size;
+      cursor = r.addr + b.size;
     }
     gap(rs.end);
     s.block_count = static_cast<uint32_t>(d.blocks.size() - s.first_block);

@@ -1,12 +1,13 @@
-// Frame classification, the noise filter and the site of a stack.
+// Frame classification, the noise filter, stack traits and the site of every stack.
 #include "memsnap/analysis/sites.hpp"
 
+#include <unordered_map>
+
+#include "memsnap/util/hash.hpp"
 
 namespace memsnap::analysis {
 
 namespace {
-
-constexpr uint32_t kUnset = 0xFFFFFFFFu;
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -16,6 +17,42 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 std::string_view basename(std::string_view path) {
   size_t slash = path.find_last_of("/\\");
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Native frames that every allocation passes through: the caching allocator and
+// tensor construction. They name no cause, so a fallback site skips them.
+bool allocation_machinery(std::string_view name) {
+  static constexpr std::string_view kParts[] = {"CUDACachingAllocator", "c10::cuda::", "_empty_generic",
+                                                "empty_generic",        "empty_cuda",  "empty_strided",
+                                                "at::empty",            "empty_like",  "create_out",
+                                                "set_output_raw_strided", "wrap_kernel_functor", "at::_ops::"};
+  for (auto p : kParts)
+    if (contains(name, p)) return true;
+  return false;
+}
+
+// "at::_ops::bmm::call(...)" -> "aten::bmm"
+std::string aten_op(std::string_view name) {
+  constexpr std::string_view kPrefix = "at::_ops::";
+  if (name.rfind(kPrefix, 0) != 0) return "";
+  name.remove_prefix(kPrefix.size());
+  size_t end = name.find("::");
+  return end == std::string_view::npos ? "" : "aten::" + std::string(name.substr(0, end));
+}
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// Backward work: the autograd engine (its C++ threads, or Python's entry points to
+// it) or an autograd node. Forward-time torch/autograd frames (Function.apply of a
+// custom function, checkpointing) are not backward work.
+bool is_backward_frame(std::string_view file, std::string_view name) {
+  if (ends_with(file, ".py"))
+    return name == "_engine_run_backward" ||
+           ((ends_with(file, "torch/autograd/__init__.py") || ends_with(file, "torch/_tensor.py")) &&
+            (name == "backward" || name == "grad"));
+  return contains(name, "autograd::Engine") || !autograd_node(name).empty();
 }
 
 }  // namespace
@@ -48,11 +85,37 @@ bool is_noise_frame(std::string_view file, std::string_view name) {
   return base.substr(0, 8) == "Register" || base.substr(0, 10) == "Redispatch";
 }
 
-Sites::Sites(const snapshot::Snapshot& snap)
-    : snap_(snap),
-      site_of_stack_(snap.stacks.size(), kUnset),
-      stacks_(snap.stacks.size()),
-      stack_done_(snap.stacks.size(), 0) {}
+// The node is the class whose `apply` runs: "...::MmBackward0::apply(" or, in
+// older builds, any "...Backward<N>::" component. Helper namespaces such as
+// torch::autograd::generated::details:: are not nodes.
+std::string autograd_node(std::string_view name) {
+  size_t paren = name.find('(');
+  std::string_view head = name.substr(0, paren);
+  for (size_t pos = head.find("Backward"); pos != std::string_view::npos; pos = head.find("Backward", pos + 1)) {
+    size_t end = pos + 8;
+    while (end < head.size() && head[end] >= '0' && head[end] <= '9') ++end;
+    if (end + 2 > head.size() || head.compare(end, 2, "::") != 0) continue;  // a class followed by a member
+    size_t start = pos;
+    while (start > 0 && is_identifier_char(head[start - 1])) --start;
+    if (start == pos) continue;  // "Backward" alone is not a node name
+    return std::string(head.substr(start, end - start));
+  }
+  return "";
+}
+
+Sites::Sites(const snapshot::Snapshot& snap) : snap_(snap) {
+  const size_t n = snap.stacks.size();
+  site_of_stack_.resize(n);
+  traits_.resize(n);
+  site_frame_.assign(n, UINT32_MAX);
+  std::unordered_map<std::string, uint32_t, SeededHash> index;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string text = compute_site(snapshot::StackId{i}, traits_[i], site_frame_[i]);
+    auto [it, inserted] = index.try_emplace(std::move(text), static_cast<uint32_t>(names_.size()));
+    if (inserted) names_.push_back(it->first);
+    site_of_stack_[i] = SiteId{it->second};
+  }
+}
 
 std::string Sites::frame_string(snapshot::FrameId id) const {
   const snapshot::Frame& f = snap_.frames[id];
@@ -67,46 +130,10 @@ std::string Sites::frame_string(snapshot::FrameId id) const {
   return out;
 }
 
-namespace {
-
-// Native frames that every allocation passes through: the caching allocator and
-// tensor construction. They name no cause, so a fallback site skips them.
-bool allocation_machinery(std::string_view name) {
-  static constexpr std::string_view kParts[] = {"CUDACachingAllocator", "c10::cuda::", "_empty_generic",
-                                                "empty_generic",        "empty_cuda",  "empty_strided",
-                                                "at::empty",            "empty_like",  "create_out",
-                                                "set_output_raw_strided", "wrap_kernel_functor", "at::_ops::"};
-  for (auto p : kParts)
-    if (name.find(p) != std::string_view::npos) return true;
-  return false;
-}
-
-// "torch::autograd::generated::MmBackward0::apply(...)" -> "MmBackward0"
-std::string autograd_node(std::string_view name) {
-  constexpr std::string_view kPrefix = "torch::autograd::generated::";
-  if (name.rfind(kPrefix, 0) != 0) return "";
-  name.remove_prefix(kPrefix.size());
-  size_t end = name.find("::");
-  return end == std::string_view::npos ? "" : std::string(name.substr(0, end));
-}
-
-// "at::_ops::bmm::call(...)" -> "aten::bmm"
-std::string aten_op(std::string_view name) {
-  constexpr std::string_view kPrefix = "at::_ops::";
-  if (name.rfind(kPrefix, 0) != 0) return "";
-  name.remove_prefix(kPrefix.size());
-  size_t end = name.find("::");
-  return end == std::string_view::npos ? "" : "aten::" + std::string(name.substr(0, end));
-}
-
-}  // namespace
-
-SiteId Sites::site_of(snapshot::StackId stack) {
-  uint32_t& slot = site_of_stack_[stack.v];
-  if (slot != kUnset) return SiteId{slot};
+std::string Sites::compute_site(snapshot::StackId stack, StackTraits& traits, uint32_t& frame) const {
   // The innermost user frame; else the innermost Python frame; else, for stacks
-  // captured in C++ only (the autograd engine's thread), the autograd node or
-  // ATen operator being run; else the innermost frame outside the allocator.
+  // captured in C++ only, the autograd node or ATen operator being run; else the
+  // innermost frame outside the allocator. The walk also notes the stack's traits.
   std::string text;
   const snapshot::FrameId* python = nullptr;
   const snapshot::FrameId* native = nullptr;
@@ -115,12 +142,18 @@ SiteId Sites::site_of(snapshot::StackId stack) {
   for (const auto& f : snap_.stacks[stack]) {
     std::string_view file = snap_.strings[snap_.frames[f].filename];
     std::string_view name = snap_.strings[snap_.frames[f].name];
-    if (is_noise_frame(file, name)) continue;
+    if (is_backward_frame(file, name)) traits.backward = true;
+    if (contains(file, "/optim/") || contains(file, "/optimizers/") || contains(name, "Optimizer.step"))
+      traits.optimizer = true;
+    if (contains(file, "torch/nn/modules/module.py")) traits.module_call = true;
+    if (name == "forward" || contains(file, "torch/nn/modules/")) traits.forward = true;
+    if (!text.empty() || is_noise_frame(file, name)) continue;
     if (!innermost) innermost = &f;
     FrameKind kind = classify_frame(file);
     if (kind == FrameKind::User) {
       text = frame_string(f);
-      break;
+      frame = f.v;
+      continue;
     }
     if (kind != FrameKind::Native) {
       if (!python) python = &f;
@@ -130,32 +163,54 @@ SiteId Sites::site_of(snapshot::StackId stack) {
     if (op.empty()) op = aten_op(name);
     if (!native && !allocation_machinery(name)) native = &f;
   }
-  if (text.empty()) {
-    if (python) text = frame_string(*python);
-    else if (!node.empty()) text = node + (op.empty() ? std::string() : " (" + op + ")");
-    else if (!op.empty()) text = op;
-    else if (native) text = frame_string(*native);
-    else if (innermost) text = frame_string(*innermost);
-    else text = kNoStack;
-  }
-  // Different stacks often end at the same site: one id per distinct string.
-  auto [it, inserted] = index_.try_emplace(text, static_cast<uint32_t>(names_.size()));
-  if (inserted) names_.push_back(std::move(text));
-  slot = it->second;
-  return SiteId{slot};
+  if (!text.empty()) return text;
+  const snapshot::FrameId* named = python ? python : !node.empty() || !op.empty() ? nullptr : native ? native : innermost;
+  if (named) frame = named->v;
+  if (python) return frame_string(*python);
+  if (!node.empty()) return "backward: " + node;
+  if (!op.empty()) return op;
+  if (native) return frame_string(*native);
+  if (innermost) return frame_string(*innermost);
+  return kNoStack;
 }
 
-const std::vector<std::string>& Sites::stack(snapshot::StackId stack) {
-  if (!stack_done_[stack.v]) {
-    auto& out = stacks_[stack.v];
-    for (const auto& f : snap_.stacks[stack]) {
-      const auto& fr = snap_.frames[f];
-      if (is_noise_frame(snap_.strings[fr.filename], snap_.strings[fr.name])) continue;
-      out.push_back(frame_string(f));
-    }
-    stack_done_[stack.v] = 1;
+std::vector<std::string> Sites::stack(snapshot::StackId stack) const {
+  std::vector<std::string> out;
+  for (const auto& f : snap_.stacks[stack]) {
+    const auto& fr = snap_.frames[f];
+    if (is_noise_frame(snap_.strings[fr.filename], snap_.strings[fr.name])) continue;
+    out.push_back(frame_string(f));
   }
-  return stacks_[stack.v];
+  return out;
+}
+
+std::vector<std::string> Sites::callers(snapshot::StackId stack, size_t max) const {
+  std::vector<std::string> out;
+  const std::string& own = site(stack);
+  bool past_site = false;
+  for (snapshot::FrameId id : snap_.stacks[stack]) {
+    const snapshot::Frame& fr = snap_.frames[id];
+    std::string_view file = snap_.strings[fr.filename];
+    if (is_noise_frame(file, snap_.strings[fr.name]) || classify_frame(file) != FrameKind::User) continue;
+    std::string text = frame_string(id);
+    if (!past_site) {
+      past_site = text == own;
+      continue;
+    }
+    if (out.size() == max) break;
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+std::vector<snapshot::FrameId> Sites::user_chain(snapshot::StackId stack) const {
+  std::vector<snapshot::FrameId> out;
+  for (snapshot::FrameId id : snap_.stacks[stack]) {
+    const snapshot::Frame& fr = snap_.frames[id];
+    std::string_view file = snap_.strings[fr.filename];
+    if (!is_noise_frame(file, snap_.strings[fr.name]) && classify_frame(file) == FrameKind::User) out.push_back(id);
+  }
+  return {out.rbegin(), out.rend()};
 }
 
 }  // namespace memsnap::analysis

@@ -1,17 +1,12 @@
-// Memory over time from forward replays of one device's trace.
+// Memory over time from the replay's sweep of one device's trace.
 //
-// Pass 1 steps a ReplayState through every event and keeps the three totals
-// after each one (24 bytes an event), the OOM events and, with --by-site, every
-// site's running live bytes and its own peak. The points to keep are chosen
-// from the full series (select_points). Pass 2, only with --by-site, replays
-// again to read the top sites' live bytes at the kept points.
-//
-// Site bytes follow the replay exactly: an alloc or free only changes the live
-// block at its own address, so the site running sums are updated by that
-// block's contribution (its size when allocated and not pending a free) before
-// and after ReplayState::step(). Whatever step() decides (a repaired free, a
-// block replaced by an inconsistent alloc) the sums therefore stay equal to
-// ReplayTotals::allocated.
+// The sweep recorded the three totals after every event; the points to keep are
+// chosen from that full series (select_points). With by-site, every site's live
+// allocated bytes follow from the replay's live ranges: each range adds its size
+// to its site at its alloc event (or at the window's start) and takes it away at
+// its free; walking those changes in event order gives each site's own peak and
+// its bytes at the kept points. The site sums equal the allocated total at every
+// point, because the totals were computed from the same ranges.
 #include "memsnap/analysis/timeline.hpp"
 
 #include <algorithm>
@@ -19,74 +14,6 @@
 namespace memsnap::analysis {
 
 using snapshot::Action;
-
-namespace {
-
-bool touches_block(Action a) {
-  return a == Action::Alloc || a == Action::FreeRequested || a == Action::FreeCompleted || a == Action::Free;
-}
-
-// The allocated bytes the live block at `addr` adds to its site.
-struct Contribution {
-  uint32_t site = 0;
-  uint64_t bytes = 0;
-  snapshot::StackId stack;
-};
-
-Contribution contribution(const ReplayState& st, uint64_t addr, Sites& sites) {
-  auto it = st.live().find(addr);
-  if (it == st.live().end() || it->second.pending) return {};
-  return {sites.site_of(it->second.stack).v, it->second.size, it->second.stack};
-}
-
-// Running live bytes per site (indexed by SiteId), following one ReplayState.
-class SiteSums {
- public:
-  explicit SiteSums(Sites& sites) : sites_(sites) {}
-
-  void start(const ReplayState& st) {
-    for (const auto& [addr, a] : st.live())
-      if (!a.pending) add({sites_.site_of(a.stack).v, a.size, a.stack});
-  }
-  // Steps `st` over its next event, keeping the sums in line.
-  void step(ReplayState& st, const snapshot::TraceEvent& e) {
-    if (!touches_block(e.action)) {
-      st.step();
-      return;
-    }
-    Contribution before = contribution(st, e.addr, sites_);
-    st.step();
-    Contribution after = contribution(st, e.addr, sites_);
-    if (before.bytes) sub(before);
-    if (after.bytes) add(after);
-  }
-
-  std::vector<uint64_t> live, peak, biggest;
-  std::vector<snapshot::StackId> stack;  // of the biggest block seen per site
-
- private:
-  void grow(uint32_t site) {
-    if (site >= live.size()) {
-      live.resize(site + 1, 0);
-      peak.resize(site + 1, 0);
-      biggest.resize(site + 1, 0);
-      stack.resize(site + 1);
-    }
-  }
-  void add(const Contribution& c) {
-    grow(c.site);
-    live[c.site] += c.bytes;
-    peak[c.site] = std::max(peak[c.site], live[c.site]);
-    if (c.bytes > biggest[c.site]) biggest[c.site] = c.bytes, stack[c.site] = c.stack;
-  }
-  void sub(const Contribution& c) {
-    grow(c.site);
-    live[c.site] -= c.bytes;
-  }
-  Sites& sites_;
-};
-
-}  // namespace
 
 std::vector<uint32_t> select_points(const std::vector<std::array<uint64_t, 3>>& series, size_t max_points,
                                     const std::vector<uint32_t>& forced) {
@@ -121,8 +48,19 @@ std::vector<uint32_t> select_points(const std::vector<std::array<uint64_t, 3>>& 
   }
 }
 
-Timeline build_timeline(const snapshot::Snapshot& snap, const snapshot::Device& d, const Replay& replay, Sites& sites,
-                        const TimelineOptions& opt) {
+namespace {
+
+struct Change {
+  uint32_t event;
+  uint32_t site;
+  int64_t delta;
+};
+
+}  // namespace
+
+Timeline build_timeline(const Context& ctx, const Replay& replay, const std::optional<Peak>& peak,
+                        const Iterations& iterations, const TimelineOptions& opt) {
+  const snapshot::Device& d = replay.device();
   Timeline t;
   t.device = d.index;
   t.events = d.trace.size();
@@ -137,38 +75,25 @@ Timeline build_timeline(const snapshot::Snapshot& snap, const snapshot::Device& 
       t.first_time_us = e.time_us;
       break;
     }
-  for (auto it = trace.rbegin(); it != trace.rend(); ++it)
-    if (it->has_time()) {
-      t.last_time_us = it->time_us;
+  for (size_t i = trace.size(); i-- > 0;)
+    if (trace[i].has_time()) {
+      t.last_time_us = trace[i].time_us;
       break;
     }
   auto time_of = [&](uint32_t i) {
     return trace[i].has_time() ? std::optional<int64_t>(trace[i].time_us) : std::nullopt;
   };
+  t.peak = peak;
+  for (uint32_t b : iterations.boundaries) t.iteration_starts.push_back({b, time_of(b)});
 
-  TraceOptions topt;
-  topt.iteration_marker = opt.iteration_marker;
-  TraceAnalysis ta = analyze_trace(snap, d, replay, sites, topt);
-  t.peak = ta.peak;
-  if (ta.iterations.found)
-    for (uint32_t b : ta.iterations.boundaries) t.iteration_starts.push_back({b, time_of(b)});
-
-  // ---- pass 1: totals after every event, OOMs, each site's own peak -----------------
-  std::vector<std::array<uint64_t, 3>> series;
-  series.reserve(trace.size());
-  ReplayState st = replay.start();
-  SiteSums sums(sites);
-  if (opt.by_site) sums.start(st);
-  for (uint32_t i = 0; i < trace.size(); ++i) {
-    const auto& e = trace[i];
-    if (opt.by_site)
-      sums.step(st, e);
-    else
-      st.step();
-    const auto& tot = st.totals();
-    series.push_back({tot.allocated, tot.active, tot.reserved});
-    if (e.action == Action::Oom)
-      t.ooms.push_back({i, time_of(i), e.size, e.device_free(), tot.allocated, tot.reserved});
+  const auto& alloc = replay.allocated_series();
+  const auto& active = replay.active_series();
+  const auto& reserved = replay.reserved_series();
+  std::vector<std::array<uint64_t, 3>> series(alloc.size());
+  for (size_t i = 0; i < alloc.size(); ++i) series[i] = {alloc[i], active[i], reserved[i]};
+  for (const auto& o : replay.ooms()) {
+    const auto& e = trace[o.event];
+    t.ooms.push_back({o.event, time_of(o.event), e.size, e.device_free(), o.totals.allocated, o.totals.reserved});
   }
 
   std::vector<uint32_t> forced = {0, static_cast<uint32_t>(trace.size() - 1)};
@@ -179,37 +104,52 @@ Timeline build_timeline(const snapshot::Snapshot& snap, const snapshot::Device& 
   std::vector<uint32_t> keep = select_points(series, opt.max_points, forced);
   t.points.reserve(keep.size());
   for (uint32_t i : keep) t.points.push_back({i, time_of(i), series[i][0], series[i][1], series[i][2]});
-
   if (!opt.by_site) return t;
 
-  // ---- the top sites by their own peak ----------------------------------------------
+  // ---- site bytes from the live ranges ------------------------------------------------
+  const size_t nsites = ctx.sites.size();
+  std::vector<uint64_t> live(nsites, 0), own_peak(nsites, 0), biggest(nsites, 0);
+  std::vector<snapshot::StackId> stack(nsites);
+  std::vector<Change> changes;
+  for (const LiveRange& r : replay.ranges()) {
+    if (r.pending_at_start) continue;
+    uint32_t site = ctx.sites.site_of(r.stack).v;
+    if (r.size > biggest[site]) biggest[site] = r.size, stack[site] = r.stack;
+    if (r.begin == kWindowStart) live[site] += r.size;
+    else changes.push_back({r.begin, site, static_cast<int64_t>(r.size)});
+    if (r.freed != kNever) changes.push_back({r.freed, site, -static_cast<int64_t>(r.size)});
+  }
+  for (size_t s = 0; s < nsites; ++s) own_peak[s] = live[s];
+  // In event order, frees before allocations of the same event (a replaced block).
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return a.event != b.event ? a.event < b.event : a.delta < b.delta;
+  });
+  std::vector<uint64_t> start_live = live;
+  for (const Change& c : changes) {
+    live[c.site] += static_cast<uint64_t>(c.delta);
+    own_peak[c.site] = std::max(own_peak[c.site], live[c.site]);
+  }
   std::vector<uint32_t> order;
-  for (uint32_t s = 0; s < sums.peak.size(); ++s)
-    if (sums.peak[s] > 0) order.push_back(s);
+  for (uint32_t s = 0; s < nsites; ++s)
+    if (own_peak[s] > 0) order.push_back(s);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return sums.peak[a] != sums.peak[b] ? sums.peak[a] > sums.peak[b] : sites.name(SiteId{a}) < sites.name(SiteId{b});
+    return own_peak[a] != own_peak[b] ? own_peak[a] > own_peak[b] : ctx.sites.name(SiteId{a}) < ctx.sites.name(SiteId{b});
   });
   if (order.size() > opt.top_sites) order.resize(opt.top_sites);
-  std::vector<uint32_t> column(sums.peak.size(), static_cast<uint32_t>(order.size()));  // default: "other"
+  std::vector<uint32_t> column(nsites, static_cast<uint32_t>(order.size()));  // default: "other"
   for (uint32_t c = 0; c < order.size(); ++c) {
     column[order[c]] = c;
-    t.sites.push_back({sites.name(SiteId{order[c]}), sites.stack(sums.stack[order[c]]), sums.peak[order[c]]});
+    t.sites.push_back({ctx.sites.name(SiteId{order[c]}), ctx.sites.stack(stack[order[c]]), own_peak[order[c]]});
   }
-
-  // ---- pass 2: the top sites' live bytes at the kept points ---------------------------
   const size_t cols = t.site_columns();
   t.site_bytes.assign(keep.size() * cols, 0);
-  ReplayState st2 = replay.start();
-  SiteSums sums2(sites);
-  sums2.start(st2);
-  size_t k = 0;
-  for (uint32_t i = 0; i < trace.size() && k < keep.size(); ++i) {
-    sums2.step(st2, trace[i]);
-    if (i != keep[k]) continue;
-    uint64_t* row = &t.site_bytes[k * cols];
-    for (uint32_t s = 0; s < sums2.live.size(); ++s)
-      if (sums2.live[s]) row[s < column.size() ? column[s] : cols - 1] += sums2.live[s];
-    ++k;
+  std::vector<uint64_t> col_bytes(cols, 0);
+  for (uint32_t s = 0; s < nsites; ++s) col_bytes[column[s]] += start_live[s];
+  size_t c = 0;
+  for (size_t k = 0; k < keep.size(); ++k) {
+    for (; c < changes.size() && changes[c].event <= keep[k]; ++c)
+      col_bytes[column[changes[c].site]] += static_cast<uint64_t>(changes[c].delta);
+    std::copy(col_bytes.begin(), col_bytes.end(), t.site_bytes.begin() + static_cast<ptrdiff_t>(k * cols));
   }
   return t;
 }

@@ -29,7 +29,7 @@ void add_diff(CLI::App& app) {
                   "Exit with status 1 when allocated memory grew by more than SIZE on any device "
                   "(e.g. 512MiB, 1.5GiB, 200MB)")
       ->option_text("SIZE");
-  cmd->add_option("--top", args->top, "Changed stacks listed in the text table (default 20)")->option_text("N");
+  cmd->add_option("--top", args->top, "Changed sites listed in the text table (default 20)")->option_text("N");
   cmd->callback([args] {
     std::optional<uint64_t> limit;
     if (!args->fail_if_growth.empty()) {
@@ -43,16 +43,18 @@ void add_diff(CLI::App& app) {
     snapshot::Loaded after = later.get();
     print_warnings(before);
     print_warnings(after);
-    auto devices = analysis::diff_snapshots(before.snapshot, after.snapshot);
-    report::DiffView view{&before, &after, &devices, args->top};
+    analysis::Context before_ctx(before.snapshot), after_ctx(after.snapshot);
+    auto devices = analysis::diff_snapshots(before_ctx, after_ctx);
+    report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top};
     if (args->common.format == Format::Json) report::write_diff_json(std::cout, view);
     else report::write_diff_text(std::cout, view, text_style(args->common));
     if (limit) {
       for (const auto& d : devices) {
-        int64_t grew = int64_t(d.after.allocated_bytes) - int64_t(d.before.allocated_bytes);
-        if (grew > int64_t(*limit)) {
+        if (d.after.allocated_bytes <= d.before.allocated_bytes) continue;
+        uint64_t grew = d.after.allocated_bytes - d.before.allocated_bytes;
+        if (grew > *limit) {
           std::cout.flush();
-          throw Failure("allocated memory grew by " + human_bytes(uint64_t(grew)) + " on device " +
+          throw Failure("allocated memory grew by " + human_bytes(grew) + " on device " +
                             std::to_string(d.device) + " (" + human_bytes(d.before.allocated_bytes) + " -> " +
                             human_bytes(d.after.allocated_bytes) + "), more than --fail-if-growth " +
                             human_bytes(*limit),

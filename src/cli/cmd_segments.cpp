@@ -1,10 +1,8 @@
-// `memsnap segments FILE`: the segment map, worst fragmented first.
+// `memsnap segments FILE`: options -> load -> analyze (state only) -> print the segment map.
 #include <iostream>
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/analysis/fragmentation.hpp"
-#include "memsnap/analysis/replay.hpp"
 #include "memsnap/report/segments.hpp"
 
 namespace memsnap::cli {
@@ -29,26 +27,16 @@ void add_segments(CLI::App& app) {
     if (args->top < 0) throw Failure("--top: must be 0 (all) or more, got " + std::to_string(args->top), kBadInput);
   });
   cmd->callback([args] {
+    analysis::AnalyzeOptions options;
+    apply(args->state, options);
+    options.trace = false;  // the segment map needs the state only
     snapshot::Loaded loaded = load(args->file, args->common);
-    print_warnings(loaded);
-    const auto& snap = loaded.snapshot;
-    check_device(args->state, snap);
-    analysis::Sites sites(snap);
-    std::vector<snapshot::Device> states;
-    std::vector<std::optional<report::AtPoint>> ats;
-    std::vector<analysis::Fragmentation> frag;
-    std::vector<std::vector<uint32_t>> order;
-    for (const auto& d : snap.devices) {
-      if (!selected(args->state, d)) continue;
-      DeviceState ds = device_state(args->state, snap, d);
-      states.push_back(std::move(ds.device));
-      ats.push_back(ds.at);
-      frag.push_back(analysis::analyze_fragmentation(snap, states.back(), sites));
-      order.push_back(analysis::segments_worst_first(states.back(), frag.back()));
-    }
-    report::SegmentsView view{&loaded.input, &snap, &states, &ats, &frag, &order, &sites, size_t(args->top)};
-    if (args->common.format == Format::Json) report::write_segments_json(std::cout, view);
-    else report::write_segments_text(std::cout, view, text_style(args->common));
+    analysis::Context ctx(loaded.snapshot);
+    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
+    print_warnings(loaded, result.warnings);
+    report::Source src{loaded.input, ctx};
+    if (args->common.format == Format::Json) report::write_segments_json(std::cout, src, result, size_t(args->top));
+    else report::write_segments_text(std::cout, src, result, size_t(args->top), text_style(args->common));
   });
 }
 

@@ -8,9 +8,8 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "memsnap/analysis/replay.hpp"
-#include "memsnap/analysis/timeline.hpp"
 #include "memsnap/report/timeline.hpp"
+#include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::cli {
@@ -23,7 +22,7 @@ struct TimelineArgs {
   std::string file;
   std::string output;
   std::optional<PlotFormat> format;
-  std::string max_memory = "16GiB";
+  CommonOptions common;
   std::optional<int> device;
   bool by_site = false;
   size_t top_sites = 8;
@@ -98,46 +97,38 @@ void add_timeline(CLI::App& app) {
   cmd->add_option("--iteration-marker", args->iteration_marker,
                   "Where iterations start (as for analyze; default: detected)")
       ->option_text("NAME");
-  cmd->add_option("--max-memory", args->max_memory,
-                  "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
-      ->option_text("SIZE");
+  add_common_options(*cmd, args->common, false);
   cmd->callback([args] {
     PlotFormat format = resolve_format(*args);
-    CommonOptions common;
-    common.max_memory = args->max_memory;
-    snapshot::Loaded loaded = load(args->file, common);
-    print_warnings(loaded);
-    const auto& snap = loaded.snapshot;
-    std::string shown = args->file == "-" ? "<stdin>" : args->file;
-    if (args->device && !snap.device(*args->device))
-      throw Failure("--device " + std::to_string(*args->device) + ": the snapshot has no such device", kBadInput);
-
-    analysis::Sites sites(snap);
+    snapshot::Loaded loaded = load(args->file, args->common);
+    std::string shown = shown_path(args->file);
+    analysis::AnalyzeOptions options;
+    options.device = args->device;
+    options.trace = false;
+    options.iterations.marker = args->iteration_marker;
     analysis::TimelineOptions topt;
     topt.max_points = args->points;
     topt.by_site = args->by_site;
     topt.top_sites = args->top_sites;
-    topt.iteration_marker = args->iteration_marker;
+    options.timeline = topt;
+    analysis::Context ctx(loaded.snapshot);
+    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
+    print_warnings(loaded, result.warnings);
     std::vector<analysis::Timeline> timelines;
     std::vector<int> skipped;
-    for (const auto& d : snap.devices) {
-      if (args->device && d.index != *args->device) continue;
-      if (d.trace.empty()) {
-        skipped.push_back(d.index);
-        continue;
-      }
-      analysis::Replay replay(snap, d);
-      timelines.push_back(analysis::build_timeline(snap, d, replay, sites, topt));
+    for (auto& d : result.devices) {
+      if (d.timeline) timelines.push_back(std::move(*d.timeline));
+      else skipped.push_back(d.device);
     }
     if (timelines.empty())
-      throw Failure(shown +
+      throw Failure(terminal_safe(shown) +
                         ": the snapshot has no trace entries (recorded with enabled='state' or history off): "
                         "nothing to plot",
                     kBadInput);
     for (int dev : skipped)
-      std::cerr << "memsnap: note: " << shown << ": device " << dev << " has no trace entries: not plotted\n";
+      std::cerr << "memsnap: note: " << terminal_safe(shown) << ": device " << dev << " has no trace entries: not plotted\n";
 
-    report::TimelineView view{&loaded.input, &timelines};
+    report::TimelineView view{&loaded.input, &timelines, result.time_origin_us};
     std::ostringstream out;
     if (format == PlotFormat::Svg)
       report::write_timeline_svg(out, view, report::SvgOptions{args->width, args->height});

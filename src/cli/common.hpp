@@ -1,4 +1,5 @@
-// What every memsnap command shares: output options, loading with file-named errors, exit codes.
+// What every memsnap command shares: output options, loading with file-named errors,
+// the state options, exit codes.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -6,13 +7,15 @@
 #include <stdexcept>
 #include <string>
 
-#include "memsnap/analysis/replay.hpp"
+#include "memsnap/analysis/analyze.hpp"
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::cli {
 
-enum Exit : int { kOk = 0, kCheckFailed = 1, kBadInput = 2 };
+/// Exit statuses (README, man page): 0 success, 1 a check failed, 2 usage or input
+/// error, 3 an internal error (a bug in memsnap: please report it).
+enum Exit : int { kOk = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3 };
 
 /// A fatal, already-worded error: printed as "memsnap: <message>" with `code`.
 class Failure : public std::runtime_error {
@@ -39,39 +42,26 @@ struct StateOptions {
   std::optional<int64_t> at_time;
 };
 void add_state_options(CLI::App& cmd, StateOptions& options);
-/// The event --at / --at-time names on one device (nullopt: the dumped state). Failure when out of range.
-std::optional<uint32_t> resolve_at(const StateOptions& options, const snapshot::Device& device);
-/// Failure when --device names a device the snapshot does not have.
-void check_device(const StateOptions& options, const snapshot::Snapshot& snap);
-/// Whether --device leaves this device in.
-bool selected(const StateOptions& options, const snapshot::Device& device);
-
-/// The state of one device that a command describes: as dumped, or rebuilt by
-/// replay at the event --at / --at-time names (then `at` says which; the rebuilt
-/// device keeps the dumped trace, which still describes the file). `replay` is
-/// used when given, else built only if an event is named.
-struct DeviceState {
-  snapshot::Device device;
-  std::optional<report::AtPoint> at;
-};
-DeviceState device_state(const StateOptions& options, const snapshot::Snapshot& snap, const snapshot::Device& dumped,
-                         const analysis::Replay* replay = nullptr);
+/// Copies --device / --at / --at-time into the analysis options.
+void apply(const StateOptions& state, analysis::AnalyzeOptions& options);
 
 /// The FILE positional every single-snapshot command takes.
 void add_file_option(CLI::App& cmd, std::string& file);
-
-/// Adds --format, --no-color and --max-memory to a subcommand.
-void add_common_options(CLI::App& cmd, CommonOptions& options);
+/// Adds --format text|json (unless the command has its own), --no-color and --max-memory.
+void add_common_options(CLI::App& cmd, CommonOptions& options, bool format = true);
 /// Loads a snapshot; any InputError becomes a Failure naming the file.
 snapshot::Loaded load(const std::string& path, const CommonOptions& options);
-/// Terminal width and colour for stdout.
+/// Terminal width (40 to 240 columns) and colour for stdout.
 report::TextStyle text_style(const CommonOptions& options);
-/// Prints the snapshot's warnings to stderr as "memsnap: warning: FILE: ...".
-void print_warnings(const snapshot::Loaded& loaded);
+/// Prints warnings to stderr as "memsnap: warning: FILE: ...", escaped for the terminal.
+void print_warnings(const snapshot::Loaded& loaded, const std::vector<std::string>& more = {});
+/// "<stdin>" for "-".
+std::string shown_path(const std::string& path);
 
 void add_analyze(CLI::App& app);
 void add_diff(CLI::App& app);
 void add_segments(CLI::App& app);
 void add_timeline(CLI::App& app);
+void add_events(CLI::App& app);
 
 }  // namespace memsnap::cli

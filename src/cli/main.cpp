@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/terminal.hpp"
 #include "memsnap/util/version.hpp"
 
 namespace {
@@ -44,12 +45,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("memsnap ") + memsnap::kVersion);
   app.require_subcommand(1);
   app.footer(
-      "Exit status: 0 success, 1 a check failed, 2 usage or input error.\n"
+      "Exit status: 0 success, 1 a check failed, 2 usage or input error, 3 internal error (a bug).\n"
       "Run 'memsnap COMMAND --help' for a command's options.");
   add_analyze(app);
   add_diff(app);
   add_segments(app);
   add_timeline(app);
+  add_events(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -63,17 +65,19 @@ int main(int argc, char** argv) {
     return kBadInput;
   } catch (const Failure& e) {
     std::cout.flush();
-    std::cerr << "memsnap: " << e.what() << '\n';
+    std::cerr << "memsnap: " << memsnap::terminal_safe(e.what()) << '\n';
     return e.code();
   } catch (const memsnap::UsageError& e) {
-    std::cerr << "memsnap: " << e.what() << '\n';
+    std::cout.flush();
+    std::cerr << "memsnap: " << memsnap::terminal_safe(e.what()) << '\n';
     return kBadInput;
   } catch (const std::bad_alloc&) {
-    std::cerr << "memsnap: out of memory\n";
+    std::cerr << "memsnap: out of memory (raise --max-memory only if the machine has it)\n";
     return kBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "memsnap: internal error: " << e.what() << '\n';
-    return kBadInput;
+    std::cerr << "memsnap: internal error: " << memsnap::terminal_safe(e.what())
+              << " (a bug in memsnap; please report it with the command line)\n";
+    return kInternalError;
   }
   return kOk;
 }

@@ -1,62 +1,240 @@
 // `memsnap analyze --format json`: the field names here are a contract with users' scripts.
-#include <nlohmann/json.hpp>
+#include <map>
 #include <ostream>
 
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/util/version.hpp"
-#include "fragmentation_report.hpp"
-#include "json_util.hpp"
 #include "sections.hpp"
 
 namespace memsnap::report {
 
-using Json = nlohmann::ordered_json;
+namespace detail {
 
-void write_analyze_json(std::ostream& out, const AnalyzeView& v) {
+Json site_bytes_json(const analysis::SiteBytes& s) {
+  return {{"site", s.site}, {"stack", s.stack}, {"live_bytes", s.live_bytes}, {"allocations", s.allocations}};
+}
+
+Json at_json(const analysis::AtPoint& a) {
+  return {{"event_index", a.event_index}, {"time_us", opt(a.time_us)}, {"estimated_blocks", a.estimated_blocks}};
+}
+
+Json findings_json(const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& settings) {
+  Json arr = Json::array();
+  for (const auto& f : d.findings) {
+    Words w = finding_words(f, d, settings);
+    arr.push_back({{"kind", analysis::to_string(f.kind)},
+                   {"severity", analysis::to_string(f.severity)},
+                   {"message", w.message},
+                   {"advice", w.advice},
+                   {"bytes", f.bytes}});
+  }
+  return arr;
+}
+
+void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
+  const auto& t = a.trace;
+  Json trace = {{"entries", t.entries}, {"first_time_us", opt(t.first_time_us)}, {"last_time_us", opt(t.last_time_us)}};
+  {
+    trace["window_starts_mid_run"] = t.window_starts_mid_run;
+    trace["consistent"] = t.consistent;
+    trace["first_mismatch"] = t.first_mismatch ? Json{{"event_index", t.first_mismatch->event},
+                                                      {"message", t.first_mismatch->what}}
+                                                : Json(nullptr);
+    trace["estimated_blocks"] = t.estimated_blocks;
+  }
+  d["trace"] = std::move(trace);
+  if (const auto& p = a.peaks.allocated) {
+    Json sites = Json::array();
+    for (const auto& s : p->top_sites) sites.push_back(site_bytes_json(s));
+    d["peak"] = {{"time_us", opt(p->time_us)},
+                 {"event_index", p->event_index},
+                 {"allocated_bytes", p->allocated_bytes},
+                 {"reserved_bytes", p->reserved_bytes},
+                 {"active_bytes", p->active_bytes},
+                 {"top_sites", std::move(sites)}};
+  } else {
+    d["peak"] = nullptr;
+  }
+  if (const auto& r = a.peaks.reserved)
+    d["peak_reserved"] = {{"bytes", r->bytes}, {"event_index", r->event_index}, {"time_us", opt(r->time_us)}};
+  else
+    d["peak_reserved"] = nullptr;
+  const auto& it = a.iterations;
+  std::string evidence = iteration_evidence(it);
+  d["iterations"] = {{"count", it.count},
+                     {"period_us", opt(it.period_us)},
+                     {"growth_bytes_per_iteration", it.found() ? Json(it.growth_bytes_per_iteration) : Json(nullptr)},
+                     {"period_events", it.period_events},
+                     {"method", iteration_method(it)},
+                     {"match_ratio", it.match_ratio},
+                     {"boundaries", it.boundaries},
+                     {"evidence", evidence}};
+  d["iterations_evidence"] = evidence;
+  if (const auto& s = a.structure)
+    d["structure"] = {{"kind", structure_kind(*s, it)},
+                      {"description", structure_words(*s, it)},
+                      {"repeats", s->repeats},
+                      {"allocations_per_repeat", s->period_allocations},
+                      {"first_event", s->first_event},
+                      {"last_event", s->last_event},
+                      {"loop_site", s->loop_site},
+                      {"keeps_activations", s->keeps_activations},
+                      {"kept_share", s->kept_share},
+                      {"kept_bytes", s->kept_bytes},
+                      {"backward_seen", s->backward_seen}};
+  else
+    d["structure"] = nullptr;
+  Json leaks = Json::array();
+  for (const auto& l : a.leaks)
+    leaks.push_back({{"site", l.site},
+                     {"stack", l.stack},
+                     {"growth_bytes_per_iteration", l.growth_bytes_per_iteration},
+                     {"growth_allocations_per_iteration", l.growth_allocations_per_iteration},
+                     {"live_bytes", l.live_bytes},
+                     {"live_allocations", l.live_allocations},
+                     {"first_iteration", l.first_iteration},
+                     {"last_iteration", l.last_iteration},
+                     {"iterations_retained", l.iterations_retained},
+                     {"iterations_judged", l.iterations_judged},
+                     {"pattern", analysis::to_string(l.pattern)}});
+  d["leaks"] = std::move(leaks);
+  Json growing = Json::array();
+  for (const auto& g : a.growing)
+    growing.push_back({{"site", g.site},
+                       {"first_bytes", g.first_bytes},
+                       {"last_bytes", g.last_bytes},
+                       {"first_iteration", g.first_iteration},
+                       {"last_iteration", g.last_iteration},
+                       {"iterations", g.iterations}});
+  d["growing_allocations"] = std::move(growing);
+}
+
+namespace {
+
+Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& leaks) {
+  Json causes = Json::array();
+  for (auto c : r.causes) causes.push_back({{"cause", analysis::to_string(c)}, {"evidence", cause_evidence(c, r, leaks)}});
+  Json top = Json::array();
+  for (const auto& s : r.top_sites) top.push_back({{"site", s.site}, {"stack", s.stack}, {"live_bytes", s.live_bytes}});
+  Json pins = Json::array();
+  for (const auto& s : r.pinning_sites)
+    pins.push_back({{"site", s.site},
+                    {"stack", s.stack},
+                    {"live_bytes", s.live_bytes},
+                    {"stranded_bytes", s.stranded_bytes},
+                    {"allocations", s.blocks}});
+  Json advice = Json::array();
+  for (auto f : r.fixes) advice.push_back(fix_words(f, r));
+  return {{"time_us", opt(r.time_us)},
+          {"event_index", opt(r.event_index)},
+          {"stream", r.stream},
+          {"requested_bytes", r.requested_bytes},
+          {"segment_request_bytes", r.segment_request_bytes},
+          {"device_free_bytes", opt(r.device_free_bytes)},
+          {"reserved_bytes", r.reserved_bytes},
+          {"allocated_bytes", r.allocated_bytes},
+          {"free_cached_bytes", r.free_cached_bytes},
+          {"largest_free_block_bytes", r.largest_free_block_bytes},
+          {"cause", analysis::to_string(r.cause())},
+          {"causes", std::move(causes)},
+          {"message", torch_message(r)},
+          {"site", r.site},
+          {"stack", r.stack},
+          {"top_sites", std::move(top)},
+          {"advice", std::move(advice)},
+          {"from_trace", r.from_trace},
+          {"pool", snapshot::to_string(r.pool)},
+          {"expandable", r.expandable},
+          {"active_bytes", r.active_bytes},
+          {"free_cached_same_pool_bytes", r.free_cached_same_pool_bytes},
+          {"largest_free_block_any_bytes", r.largest_free_block_any_bytes},
+          {"cached_block_could_serve", r.cached_block_could_serve},
+          {"capacity_bytes", opt(r.capacity_bytes)},
+          {"approximate_within_bytes", r.approximate_within_bytes},
+          {"exact", r.from_trace && r.approximate_within_bytes == 0},
+          {"estimated_blocks", r.estimated_blocks},
+          {"freed_after_bytes", r.freed_after_bytes},
+          {"pinning_sites", std::move(pins)},
+          {"retry_in_except", r.retry_in_except}};
+}
+
+}  // namespace
+
+void add_oom_json(Json& d, const analysis::DeviceAnalysis& a) {
+  Json all = Json::array();
+  for (const auto& r : a.ooms.explained) all.push_back(oom_json(r, a.leaks));
+  d["oom"] = all.empty() ? Json(nullptr) : all.back();
+  d["ooms"] = std::move(all);
+  Json more = Json::array();
+  for (const auto& o : a.ooms.more)
+    more.push_back({{"event_index", o.event_index},
+                    {"time_us", opt(o.time_us)},
+                    {"stream", o.stream},
+                    {"requested_bytes", o.requested_bytes},
+                    {"device_free_bytes", o.device_free_bytes},
+                    {"allocated_bytes", o.allocated_bytes},
+                    {"reserved_bytes", o.reserved_bytes},
+                    {"site", o.site}});
+  d["ooms_more"] = std::move(more);
+  d["oom_events"] = a.ooms.total;
+}
+
+}  // namespace detail
+
+void write_analyze_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result) {
+  using detail::Json;
+  const auto& snap = src.context.snap;
   Json doc;
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
-  doc["input"] = detail::input_json(*v.input, *v.snapshot);
-  doc["allocator_settings"] = detail::settings_json(v.snapshot->settings);
+  doc["input"] = detail::input_json(src.input, snap);
+  doc["allocator_settings"] = detail::settings_json(snap.settings);
+  doc["time_origin_us"] = detail::opt(result.time_origin_us);
   Json devices = Json::array();
-  for (size_t i = 0; i < v.totals->size(); ++i) {
-    const auto& t = (*v.totals)[i];
-    const analysis::TraceAnalysis* tr = v.trace ? &(*v.trace)[i] : nullptr;
+  for (const auto& a : result.devices) {
+    const auto& t = a.accounting;
     Json d;
-    d["device"] = t.device;
+    d["device"] = a.device;
+    d["unused"] = a.unused;
     d["totals"] = {{"reserved_bytes", t.reserved_bytes},
                    {"allocated_bytes", t.allocated_bytes},
                    {"active_bytes", t.active_bytes},
                    {"requested_bytes", t.requested_bytes},
-                   {"inactive_bytes", t.inactive_bytes},
-                   {"segments", t.segments},
-                   {"blocks", t.blocks},
+                   {"inactive_bytes", t.external_free_bytes},
+                   {"segments", t.segment_count},
+                   {"blocks", t.block_count},
                    {"largest_free_block_bytes", t.largest_free_block_bytes},
                    {"pending_free_bytes", t.pending_free_bytes},
                    {"internal_free_bytes", t.internal_free_bytes},
-                   {"external_free_bytes", t.inactive_bytes}};
-    Json pools = Json::array();
-    for (const auto& g : t.by_pool_stream)
-      pools.push_back({{"pool", snapshot::to_string(g.pool)},
-                       {"stream", g.stream},
-                       {"segments", g.segments},
-                       {"blocks", g.blocks},
-                       {"reserved_bytes", g.reserved_bytes},
-                       {"allocated_bytes", g.allocated_bytes},
-                       {"free_bytes", g.free_bytes}});
-    d["by_pool_stream"] = std::move(pools);
-    if (v.at && (*v.at)[i]) {
-      const auto& a = *(*v.at)[i];
-      d["at"] = {{"event_index", a.event_index}, {"time_us", detail::opt(a.time_us)}, {"estimated_blocks", a.estimated_blocks}};
+                   {"external_free_bytes", t.external_free_bytes}};
+    std::map<std::pair<int, uint64_t>, Json> groups;  // (pool, stream), private pools folded in
+    for (const auto& p : t.pools) {
+      Json& g = groups[{int(p.pool), p.stream}];
+      if (g.is_null())
+        g = {{"pool", snapshot::to_string(p.pool)}, {"stream", p.stream}, {"segments", 0}, {"blocks", 0},
+             {"reserved_bytes", 0}, {"allocated_bytes", 0}, {"free_bytes", 0}};
+      g["segments"] = g["segments"].get<uint64_t>() + p.segments;
+      g["blocks"] = g["blocks"].get<uint64_t>() + p.blocks;
+      g["reserved_bytes"] = g["reserved_bytes"].get<uint64_t>() + p.reserved_bytes;
+      g["allocated_bytes"] = g["allocated_bytes"].get<uint64_t>() + p.allocated_bytes;
+      g["free_bytes"] = g["free_bytes"].get<uint64_t>() + p.free_bytes;
     }
-    detail::add_device_sections_json(d, v, i);
-    detail::add_trace_json(d, t, tr);
-    detail::add_oom_json(d, v.ooms ? &(*v.ooms)[i] : nullptr);
-    d["findings"] = v.findings ? detail::findings_json((*v.findings)[i]) : Json::array();
+    Json pools = Json::array();
+    for (auto& [key, g] : groups) pools.push_back(std::move(g));
+    d["by_pool_stream"] = std::move(pools);
+    if (a.at) d["at"] = detail::at_json(*a.at);
+    d["fragmentation"] = detail::accounting_json(t);
+    if (a.fits) d["fits"] = detail::fits_json(*a.fits);
+    detail::add_trace_json(d, a);
+    detail::add_oom_json(d, a);
+    d["findings"] = detail::findings_json(a, snap.settings);
     devices.push_back(std::move(d));
   }
   doc["devices"] = std::move(devices);
-  doc["warnings"] = v.snapshot->warnings;
+  Json warnings = Json::array();
+  for (const auto& w : snap.warnings) warnings.push_back(w);
+  for (const auto& w : result.warnings) warnings.push_back(w);
+  doc["warnings"] = std::move(warnings);
   detail::write_json(out, doc);
 }
 

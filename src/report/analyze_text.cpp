@@ -1,25 +1,26 @@
-// `memsnap analyze` as text: one block per device, numbers right-aligned, 80 columns.
+// `memsnap analyze` as text: one block per device, the OOM first, numbers right-aligned, 80 columns.
+#include <map>
 #include <ostream>
 
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
-#include "fragmentation_report.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {
 
+using detail::kBytes;
+using detail::kHuman;
+using detail::kLabel;
 using detail::pad_left;
 using detail::pad_right;
 
 namespace {
 
-constexpr size_t kLabel = 36, kBytes = 17, kHuman = 13;
-
 void row(std::ostream& out, const std::string& label, uint64_t bytes) {
-  out << "  " << pad_right(label, kLabel) << pad_left(with_commas(bytes), kBytes)
-      << pad_left(human_bytes(bytes), kHuman) << '\n';
+  out << "  " << pad_right(label, kLabel) << pad_left(with_commas(bytes), kBytes) << pad_left(human_bytes(bytes), kHuman)
+      << '\n';
 }
 
 std::string input_line(const snapshot::InputInfo& in, const snapshot::Snapshot& s) {
@@ -34,76 +35,116 @@ std::string input_line(const snapshot::InputInfo& in, const snapshot::Snapshot& 
   return line;
 }
 
-void device_block(std::ostream& out, const analysis::DeviceTotals& t, const std::optional<AtPoint>& at,
-                  const TextStyle& style) {
+// "devices 1-3: unused" for runs of consecutive unused devices.
+void unused_line(std::ostream& out, const std::vector<int>& idx) {
+  std::string text;
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && idx[j + 1] == idx[j] + 1) ++j;
+    text += (text.empty() ? "" : ", ") + std::to_string(idx[i]) + (j > i ? "-" + std::to_string(idx[j]) : "");
+    i = j + 1;
+  }
+  out << (idx.size() == 1 ? "device " : "devices ") << text << ": unused (no segments and no trace events)\n";
+}
+
+void totals_block(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style) {
+  const auto& a = d.accounting;
   const char* bold = style.color ? "\033[1m" : "";
   const char* reset = style.color ? "\033[0m" : "";
-  out << bold << pad_right("device " + std::to_string(t.device), kLabel + 2) << reset
-      << pad_left("bytes", kBytes) << pad_left("human", kHuman) << '\n';
-  if (at) {
-    out << "  state after event " << with_commas(at->event_index);
-    if (at->time_us) out << " (" << detail::utc_time(*at->time_us) << ")";
-    out << ", reconstructed by replaying the trace";
-    if (at->estimated_blocks) out << ";\n  " << with_commas(at->estimated_blocks) << " block sizes inferred from their requests";
-    out << '\n';
+  if (d.at) {
+    std::string line = "state after event " + with_commas(d.at->event_index);
+    if (d.at->time_us) line += " (" + detail::utc_time(*d.at->time_us) + ")";
+    line += ", reconstructed by replaying the trace";
+    if (d.at->estimated_blocks) line += "; " + with_commas(d.at->estimated_blocks) + " block sizes inferred from their requests";
+    out << detail::wrap_block(line, detail::prose_width(style), 2);
   }
-  if (t.segments == 0 && t.trace.entries == 0) {
-    out << "  no segments and no trace entries on this device\n";
-    return;
+  out << "  " << bold << pad_right("totals", kLabel) << reset << pad_left("bytes", kBytes) << pad_left("human", kHuman)
+      << '\n';
+  row(out, "reserved", a.reserved_bytes);
+  row(out, "  allocated", a.allocated_bytes);
+  row(out, "    requested", a.requested_bytes);
+  row(out, "    internal free (rounding slack)", a.internal_free_bytes);
+  row(out, "  pending free (awaiting streams)", a.pending_free_bytes);
+  row(out, "  inactive (external free)", a.external_free_bytes);
+  if (a.unaccounted_bytes) row(out, "  not covered by blocks", a.unaccounted_bytes);
+  row(out, "active (allocated + pending)", a.active_bytes);
+  row(out, "largest free block", a.largest_free_block_bytes);
+  if (a.pools.empty()) return;
+  // Per pool and stream (private pools folded into their pool and stream).
+  struct Group {
+    uint64_t segments = 0, blocks = 0, reserved = 0, allocated = 0, free = 0;
+  };
+  std::map<std::pair<int, uint64_t>, Group> by;  // (pool, stream)
+  for (const auto& p : a.pools) {
+    Group& g = by[{int(p.pool), p.stream}];
+    g.segments += p.segments, g.blocks += p.blocks, g.reserved += p.reserved_bytes;
+    g.allocated += p.allocated_bytes, g.free += p.free_bytes;
   }
-  row(out, "reserved", t.reserved_bytes);
-  row(out, "  allocated", t.allocated_bytes);
-  row(out, "    requested", t.requested_bytes);
-  row(out, "    internal free (rounding slack)", t.internal_free_bytes);
-  row(out, "  pending free (awaiting streams)", t.pending_free_bytes);
-  row(out, "  inactive (external free)", t.inactive_bytes);
-  if (t.unaccounted_bytes) row(out, "  not covered by blocks", t.unaccounted_bytes);
-  row(out, "active (allocated + pending)", t.active_bytes);
-  row(out, "largest free block", t.largest_free_block_bytes);
-
-  if (!t.by_pool_stream.empty()) {
-    out << '\n'
-        << "  " << pad_right("pool", 7) << pad_right("stream", 16) << pad_left("segments", 9) << pad_left("blocks", 9)
-        << pad_left("reserved", 13) << pad_left("allocated", 13) << pad_left("free", 11) << '\n';
-    for (const auto& g : t.by_pool_stream) {
-      std::string stream = detail::stream_name(g.stream);
-      if (stream.size() > 15) stream = stream.substr(0, 14) + "~";
-      out << "  " << pad_right(snapshot::to_string(g.pool), 7) << pad_right(stream, 16)
-          << pad_left(with_commas(g.segments), 9) << pad_left(with_commas(g.blocks), 9)
-          << pad_left(human_bytes(g.reserved_bytes), 13) << pad_left(human_bytes(g.allocated_bytes), 13)
-          << pad_left(human_bytes(g.free_bytes), 11) << '\n';
-    }
-    out << "  " << pad_right("total", 23) << pad_left(with_commas(t.segments), 9) << pad_left(with_commas(t.blocks), 9)
-        << pad_left(human_bytes(t.reserved_bytes), 13) << pad_left(human_bytes(t.allocated_bytes), 13)
-        << pad_left(human_bytes(t.inactive_bytes), 11) << '\n';
+  out << '\n'
+      << "  " << pad_right("pool", 7) << pad_right("stream", 16) << pad_left("segments", 9) << pad_left("blocks", 9)
+      << pad_left("reserved", 13) << pad_left("allocated", 13) << pad_left("free", 11) << '\n';
+  for (const auto& [key, g] : by) {
+    std::string stream = detail::stream_name(key.second);
+    if (stream.size() > 15) stream = stream.substr(0, 14) + "~";
+    out << "  " << pad_right(snapshot::to_string(snapshot::Pool(key.first)), 7) << pad_right(stream, 16)
+        << pad_left(with_commas(g.segments), 9) << pad_left(with_commas(g.blocks), 9)
+        << pad_left(human_bytes(g.reserved), 13) << pad_left(human_bytes(g.allocated), 13)
+        << pad_left(human_bytes(g.free), 11) << '\n';
   }
-
+  out << "  " << pad_right("total", 23) << pad_left(with_commas(a.segment_count), 9)
+      << pad_left(with_commas(a.block_count), 9) << pad_left(human_bytes(a.reserved_bytes), 13)
+      << pad_left(human_bytes(a.allocated_bytes), 13) << pad_left(human_bytes(a.external_free_bytes), 11) << '\n';
 }
+
 }  // namespace
 
-void write_analyze_text(std::ostream& out, const AnalyzeView& v, const TextStyle& style) {
+namespace detail {
+
+void write_header_text(std::ostream& out, const Source& src, const std::optional<int64_t>& origin,
+                       const TextStyle& style) {
   std::string title = std::string("memsnap ") + kVersion;
-  // the path on its own line when both do not fit the width
-  out << title << (title.size() + 2 + v.input->path.size() > size_t(style.width) ? "\n" : "  ") << v.input->path << '\n';
-  out << input_line(*v.input, *v.snapshot) << "\n\n";
-  detail::write_settings_text(out, v.snapshot->settings, style);  // ends with a blank line when printed
-  for (size_t i = 0; i < v.totals->size(); ++i) {
-    if (i) out << '\n';
-    const auto& t = (*v.totals)[i];
-    device_block(out, t, v.at ? (*v.at)[i] : std::nullopt, style);
-    detail::write_device_sections_text(out, v, i, style);
-    const analysis::TraceAnalysis* tr = v.trace ? &(*v.trace)[i] : nullptr;
-    detail::write_trace_text(out, t, tr, style);
-    detail::write_oom_text(out, v.ooms ? &(*v.ooms)[i] : nullptr, t.trace.first_time_us, style);
-    if (v.findings) {
-      // The OOM section above already gives the OOM findings in full.
-      std::vector<analysis::Finding> rest;
-      for (const auto& f : (*v.findings)[i])
-        if (!(v.ooms && !(*v.ooms)[i].empty() && f.kind.rfind("oom_", 0) == 0)) rest.push_back(f);
-      detail::write_findings_text(out, rest, style);
+  std::string path = term(src.input.path, 1024);
+  // the path on its own line when both do not fit the width; cut from the left when it alone does not
+  size_t width = size_t(style.width);
+  if (display_width(path) > width) path = "..." + path.substr(path.size() - (width - 3));
+  out << title << (title.size() + 2 + display_width(path) > width ? "\n" : "  ") << path << '\n';
+  out << input_line(src.input, src.context.snap) << '\n';
+  if (origin) out << "times (+) count from the first trace event in the file, " << utc_time(*origin) << '\n';
+  out << '\n';
+}
+
+}  // namespace detail
+
+void write_analyze_text(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result,
+                        const TextStyle& style) {
+  const auto& snap = src.context.snap;
+  detail::write_header_text(out, src, result.time_origin_us, style);
+  detail::write_settings_text(out, snap.settings, style);  // ends with a blank line when printed
+  const char* bold = style.color ? "\033[1m" : "";
+  const char* reset = style.color ? "\033[0m" : "";
+  std::vector<int> unused;
+  bool first = true;
+  for (const auto& d : result.devices) {
+    if (d.unused) {
+      unused.push_back(d.device);
+      continue;
     }
+    if (!first) out << '\n';
+    first = false;
+    out << bold << "device " << d.device << reset << '\n';
+    detail::write_oom_headline_text(out, d, style);
+    totals_block(out, d, style);
+    detail::write_accounting_text(out, d.accounting, style);
+    if (d.fits) detail::write_fits_text(out, *d.fits, style);
+    detail::write_trace_text(out, d, result.time_origin_us, style);
+    detail::write_oom_text(out, d, result.time_origin_us, style);
+    detail::write_findings_text(out, d, snap.settings, style);
   }
-  if (v.totals->empty()) out << "the snapshot holds no devices (no segments and no trace)\n";
+  if (!unused.empty()) {
+    if (!first) out << '\n';
+    unused_line(out, unused);
+  }
+  if (result.devices.empty()) out << "the snapshot holds no devices (no segments and no trace)\n";
 }
 
 }  // namespace memsnap::report

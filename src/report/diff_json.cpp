@@ -17,17 +17,17 @@ Json segments_json(const std::vector<analysis::SegmentRef>& segs) {
   return arr;
 }
 
-int64_t delta(uint64_t a, uint64_t b) { return int64_t(b) - int64_t(a); }
+int64_t delta(uint64_t a, uint64_t b) { return analysis::signed_delta(a, b); }
 }  // namespace
 
 void write_diff_json(std::ostream& out, const DiffView& v) {
   Json doc;
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
-  doc["before"] = detail::input_json(v.before->input, v.before->snapshot);
-  doc["after"] = detail::input_json(v.after->input, v.after->snapshot);
+  doc["before"] = detail::input_json(v.before.input, v.before.context.snap);
+  doc["after"] = detail::input_json(v.after.input, v.after.context.snap);
   Json devices = Json::array();
-  for (const auto& d : *v.devices) {
+  for (const auto& d : v.devices) {
     Json j;
     j["device"] = d.device;
     j["in_before"] = d.in_before;
@@ -44,22 +44,34 @@ void write_diff_json(std::ostream& out, const DiffView& v) {
     j["segments_only_before"] = segments_json(d.segments_only_before);
     j["segments_only_after"] = segments_json(d.segments_only_after);
     Json sites = Json::array();
-    for (const auto& s : d.sites)
+    for (const auto& s : d.sites) {
+      Json callers = Json::array();
+      for (const auto& c : s.callers)
+        callers.push_back({{"path", c.path},
+                           {"before_bytes", c.before_bytes},
+                           {"after_bytes", c.after_bytes},
+                           {"before_allocations", c.before_allocations},
+                           {"after_allocations", c.after_allocations}});
       sites.push_back({{"site", s.site},
+                       {"file", s.file},
+                       {"function", s.function},
+                       {"line", s.line},
                        {"stack", s.stack},
+                       {"callers", std::move(callers)},
                        {"before_bytes", s.before_bytes},
                        {"after_bytes", s.after_bytes},
                        {"delta_bytes", s.delta_bytes()},
                        {"before_allocations", s.before_allocations},
                        {"after_allocations", s.after_allocations},
                        {"status", s.is_new() ? "new" : s.vanished() ? "vanished" : "both"}});
+    }
     j["sites"] = std::move(sites);
     devices.push_back(std::move(j));
   }
   doc["devices"] = std::move(devices);
   Json warnings = Json::array();
-  for (const auto& w : v.before->snapshot.warnings) warnings.push_back("before: " + w);
-  for (const auto& w : v.after->snapshot.warnings) warnings.push_back("after: " + w);
+  for (const auto& w : v.before.context.snap.warnings) warnings.push_back("before: " + w);
+  for (const auto& w : v.after.context.snap.warnings) warnings.push_back("after: " + w);
   doc["warnings"] = std::move(warnings);
   detail::write_json(out, doc);
 }

@@ -15,24 +15,28 @@ using detail::shorten;
 
 namespace {
 
-std::string signed_bytes(int64_t d) {
-  if (d == 0) return "0 B";
-  return (d > 0 ? "+" : "-") + human_bytes(uint64_t(d > 0 ? d : -d));
+// b - a with its sign, without overflow.
+std::string signed_bytes(uint64_t a, uint64_t b) {
+  if (a == b) return "0 B";
+  return b > a ? "+" + human_bytes(b - a) : "-" + human_bytes(a - b);
 }
 
-std::string signed_count(int64_t d) {
-  if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + with_commas(uint64_t(d > 0 ? d : -d));
+std::string signed_count(uint64_t a, uint64_t b) {
+  if (a == b) return "0";
+  return b > a ? "+" + with_commas(b - a) : "-" + with_commas(a - b);
 }
+
+// A right-aligned column that never runs into the one before it.
+std::string col(const std::string& s, size_t w) { return detail::display_width(s) >= w ? " " + s : pad_left(s, w); }
 
 void bytes_row(std::ostream& out, const char* label, uint64_t a, uint64_t b) {
-  out << "  " << pad_right(label, 26) << pad_left(human_bytes(a), 16) << pad_left(human_bytes(b), 16)
-      << pad_left(signed_bytes(int64_t(b) - int64_t(a)), 16) << '\n';
+  out << "  " << pad_right(label, 26) << col(human_bytes(a), 16) << col(human_bytes(b), 16)
+      << col(signed_bytes(a, b), 16) << '\n';
 }
 
 void count_row(std::ostream& out, const char* label, uint64_t a, uint64_t b) {
-  out << "  " << pad_right(label, 26) << pad_left(with_commas(a), 16) << pad_left(with_commas(b), 16)
-      << pad_left(signed_count(int64_t(b) - int64_t(a)), 16) << '\n';
+  out << "  " << pad_right(label, 26) << col(with_commas(a), 16) << col(with_commas(b), 16)
+      << col(signed_count(a, b), 16) << '\n';
 }
 
 void segments_line(std::ostream& out, const char* side, const std::vector<analysis::SegmentRef>& segs) {
@@ -61,9 +65,10 @@ void write_diff_text(std::ostream& out, const DiffView& v, const TextStyle& styl
   const char* bold = style.color ? "\033[1m" : "";
   const char* reset = style.color ? "\033[0m" : "";
   out << "memsnap " << kVersion << " diff\n"
-      << "  before  " << v.before->input.path << '\n'
-      << "  after   " << v.after->input.path << "\n";
-  for (const auto& d : *v.devices) {
+      << "  before  " << detail::term(v.before.input.path, 1024) << '\n'
+      << "  after   " << detail::term(v.after.input.path, 1024) << "\n";
+  const size_t width = size_t(std::max(72, std::min(style.width, 160)));
+  for (const auto& d : v.devices) {
     out << '\n'
         << bold << pad_right("device " + std::to_string(d.device), 28) << reset << pad_left("before", 16)
         << pad_left("after", 16) << pad_left("change", 16) << '\n';
@@ -82,39 +87,42 @@ void write_diff_text(std::ostream& out, const DiffView& v, const TextStyle& styl
     segments_line(out, "in after", d.segments_only_after);
 
     if (d.sites.empty()) continue;
-    size_t width = size_t(std::max(72, std::min(style.width, 140)));
-    size_t site_w = width - 2 - 10 - 10 - 12 - 10;
+    const size_t site_w = width - 2 - 11 - 11 - 12 - 10;
     out << '\n'
-        << "  live memory by call path, largest change first (+ new, - gone)\n"
-        << "  " << pad_right("site", site_w) << pad_left("before", 10) << pad_left("after", 10)
+        << "  live memory by site, largest change first (+ new, - gone)\n"
+        << "  " << pad_right("site", site_w) << pad_left("before", 11) << pad_left("after", 11)
         << pad_left("change", 12) << pad_left("blocks", 10) << '\n';
-    // Stacks that end at the same site are told apart by their innermost frame.
-    std::map<std::string, int> per_site;
-    for (const auto& s : d.sites) ++per_site[s.site];
     size_t shown = 0, unchanged = 0;
     for (const auto& s : d.sites) {
-      if (s.delta_bytes() == 0 && s.before_allocations == s.after_allocations) {
+      if (s.change_magnitude() == 0 && s.before_allocations == s.after_allocations) {
         ++unchanged;
         continue;
       }
       if (shown == v.top) continue;
       ++shown;
       std::string mark = s.is_new() ? "+ " : s.vanished() ? "- " : "  ";
-      std::string blocks = std::to_string(s.before_allocations) + ">" + std::to_string(s.after_allocations);
-      std::string name = s.site;
-      if (per_site[s.site] > 1) {
-        // paths that end at the same site differ in their callers
-        if (s.stack.size() > 1) name += " from " + s.stack[1];
+      std::string blocks = with_commas(s.before_allocations) + ">" + with_commas(s.after_allocations);
+      std::string numbers = col(human_bytes(s.before_bytes), 11) + col(human_bytes(s.after_bytes), 11) +
+                            col(signed_bytes(s.before_bytes, s.after_bytes), 12) + col(blocks, 10);
+      std::string label = mark + detail::shorten_left(detail::term(s.site, 512), site_w - 3);
+      if (detail::display_width(label) < site_w) {
+        out << "  " << pad_right(label, site_w) << numbers << '\n';
+      } else {  // a name that cannot be shortened without cutting it: a line of its own
+        out << detail::wrap_block(mark + detail::term(s.site, 512), width, 2) << "  " << std::string(site_w, ' ')
+            << numbers << '\n';
       }
-      out << "  " << pad_right(mark + shorten(name, site_w - 3), site_w) << pad_left(human_bytes(s.before_bytes), 10)
-          << pad_left(human_bytes(s.after_bytes), 10) << pad_left(signed_bytes(s.delta_bytes()), 12)
-          << pad_left(blocks, 10) << '\n';
+      if (s.callers.size() > 1) {
+        std::string via = "    via " + with_commas(s.callers.size()) + " call paths (callers in --format json)";
+        out << via << '\n';
+      }
     }
     size_t changed = d.sites.size() - unchanged;
     if (changed > shown)
-      out << "  ... " << changed - shown << " more changed call paths (--top N to show them; all are in --format json)\n";
-    if (unchanged) out << "  " << unchanged << " call paths unchanged\n";
-    if (changed == 0) out << "  no call path's live memory changed\n";
+      out << detail::wrap_block(with_commas(changed - shown) +
+                                    " more changed sites (--top N to show them; all are in --format json)",
+                                width, 2);
+    if (unchanged) out << "  " << with_commas(unchanged) << " sites unchanged\n";
+    if (changed == 0) out << "  no site's live memory changed\n";
   }
 }
 

@@ -1,26 +1,53 @@
-// Section writers shared by the analyze reporters (private to src/report).
+// Sections shared by the reporters of analyze and segments (private to src/report).
 #pragma once
 
+#include <optional>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "json_util.hpp"
-#include "memsnap/analysis/findings.hpp"
 #include "memsnap/report/analyze.hpp"
+#include "words.hpp"
 
 namespace memsnap::report::detail {
 
-/// The trace part of a device block: span, replay, peak, iterations, leaks.
-void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const analysis::TraceAnalysis* trace,
+/// The column layout of the byte rows: label, bytes, human.
+inline constexpr size_t kLabel = 36, kBytes = 17, kHuman = 13;
+/// Text width to lay out in: the terminal's, within 60..160 columns for prose.
+size_t prose_width(const TextStyle& style);
+
+/// "memsnap 0.1.0  PATH" and the input line.
+void write_header_text(std::ostream& out, const Source& src, const std::optional<int64_t>& origin,
+                       const TextStyle& style);
+/// "allocator settings: ..." lines (nothing when the file has no allocator_settings).
+void write_settings_text(std::ostream& out, const snapshot::AllocatorSettings& s, const TextStyle& style);
+/// Free memory by cause, per pool and stream, the histogram and the pinning sites.
+void write_accounting_text(std::ostream& out, const analysis::Accounting& a, const TextStyle& style);
+void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const TextStyle& style);
+/// The trace part of a device: span, replay, peak, iterations (or structure), leaks.
+void write_trace_text(std::ostream& out, const analysis::DeviceAnalysis& d, const std::optional<int64_t>& origin,
                       const TextStyle& style);
-/// Adds `trace` (extended), `peak`, `iterations`, `leaks` to a device object.
-void add_trace_json(Json& device, const analysis::DeviceTotals& t, const analysis::TraceAnalysis* trace);
-/// Findings as "[severity] message" with the advice beneath, wrapped to the width.
-void write_findings_text(std::ostream& out, const std::vector<analysis::Finding>& findings, const TextStyle& style);
-Json findings_json(const std::vector<analysis::Finding>& findings);
-/// `oom` (the last, or null) and `ooms` (all) on a device object.
-void add_oom_json(Json& device, const std::vector<analysis::OomReport>* ooms);
-void write_oom_text(std::ostream& out, const std::vector<analysis::OomReport>* ooms,
-                    const std::optional<int64_t>& first_time, const TextStyle& style);
+/// The OOM headline at the top of a device, and the OOM section in full.
+void write_oom_headline_text(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style);
+void write_oom_text(std::ostream& out, const analysis::DeviceAnalysis& d, const std::optional<int64_t>& origin,
+                    const TextStyle& style);
+void write_findings_text(std::ostream& out, const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s,
+                         const TextStyle& style);
+/// "+1.23 s" from the origin, or "" without times.
+std::string at_time(const std::optional<int64_t>& t, const std::optional<int64_t>& origin);
+/// "small", "large", or "large (1,0)" for a private pool.
+std::string pool_label(snapshot::Pool pool, const int64_t pool_id[2]);
+
+/// null when the file has no allocator_settings.
+Json settings_json(const snapshot::AllocatorSettings& s);
+Json accounting_json(const analysis::Accounting& a);
+Json fits_json(const analysis::FitsAnswer& a);
 Json site_bytes_json(const analysis::SiteBytes& s);
+Json pinning_site_json(const analysis::PinningSite& s);
+void add_trace_json(Json& device, const analysis::DeviceAnalysis& d);
+void add_oom_json(Json& device, const analysis::DeviceAnalysis& d);
+Json findings_json(const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s);
+Json at_json(const analysis::AtPoint& a);
 
 }  // namespace memsnap::report::detail

@@ -1,36 +1,36 @@
 // `memsnap segments --format json`: the shown segments with their accounting and blocks.
 #include <ostream>
 
-#include "fragmentation_report.hpp"
+#include "sections.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/util/version.hpp"
 
 namespace memsnap::report {
 
-void write_segments_json(std::ostream& out, const SegmentsView& v) {
+void write_segments_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result, size_t top) {
   using detail::Json;
   Json doc;
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
-  doc["input"] = detail::input_json(*v.input, *v.snapshot);
-  doc["allocator_settings"] = detail::settings_json(v.snapshot->settings);
+  doc["input"] = detail::input_json(src.input, src.context.snap);
+  doc["allocator_settings"] = detail::settings_json(src.context.snap.settings);
   doc["order"] = "stranded_bytes descending, then fragmentation descending, then free_bytes descending, then address";
   Json devices = Json::array();
-  for (size_t di = 0; di < v.devices->size(); ++di) {
-    const snapshot::Device& d = (*v.devices)[di];
-    const analysis::Fragmentation& f = (*v.fragmentation)[di];
-    const std::vector<uint32_t>& order = (*v.order)[di];
-    size_t shown = v.top == 0 ? order.size() : std::min(v.top, order.size());
+  for (const auto& da : result.devices) {
+    const snapshot::Device& d = da.state();
+    const analysis::Accounting& f = da.accounting;
+    const std::vector<uint32_t>& order = da.segment_order;
+    size_t shown = top == 0 ? order.size() : std::min(top, order.size());
     Json segs = Json::array();
     for (size_t i = 0; i < shown; ++i) {
       const snapshot::Segment& s = d.segments[order[i]];
-      const analysis::SegmentFragmentation& sf = f.segments[order[i]];
+      const analysis::SegmentAccount& sf = f.segments[order[i]];
       Json blocks = Json::array();
       for (const auto& b : d.blocks_of(s)) {
         Json jb = {{"address", b.address}, {"size_bytes", b.size}, {"state", snapshot::to_string(b.state)}};
         if (b.is_active()) {
           jb["requested_bytes"] = b.requested_size;
-          jb["site"] = v.sites->site(b.stack);
+          jb["site"] = src.context.sites.site(b.stack);
         }
         blocks.push_back(std::move(jb));
       }
@@ -46,6 +46,7 @@ void write_segments_json(std::ostream& out, const SegmentsView& v) {
                       {"free_bytes", sf.external_free_bytes},
                       {"releasable_bytes", sf.releasable_bytes},
                       {"stranded_bytes", sf.stranded_bytes},
+                      {"private_held_bytes", sf.private_held_bytes},
                       {"largest_free_block_bytes", sf.largest_free_block_bytes},
                       {"fragmentation", sf.fragmentation},
                       {"blocks", std::move(blocks)}});
@@ -55,14 +56,13 @@ void write_segments_json(std::ostream& out, const SegmentsView& v) {
                        {"segments_total", order.size()},
                        {"segments_shown", shown},
                        {"segments", std::move(segs)}});
-    if (v.at && (*v.at)[di]) {
-      const auto& a = *(*v.at)[di];
-      devices.back()["at"] = {{"event_index", a.event_index}, {"time_us", detail::opt(a.time_us)},
-                              {"estimated_blocks", a.estimated_blocks}};
-    }
+    if (da.at) devices.back()["at"] = detail::at_json(*da.at);
   }
   doc["devices"] = std::move(devices);
-  doc["warnings"] = v.snapshot->warnings;
+  Json warnings = Json::array();
+  for (const auto& w : src.context.snap.warnings) warnings.push_back(w);
+  for (const auto& w : result.warnings) warnings.push_back(w);
+  doc["warnings"] = std::move(warnings);
   detail::write_json(out, doc);
 }
 

@@ -3,10 +3,10 @@
 #include <array>
 #include <ostream>
 
-#include "fragmentation_report.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
+#include "sections.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {
@@ -82,32 +82,33 @@ std::string draw(const snapshot::Device& d, const snapshot::Segment& s, size_t c
 
 }  // namespace
 
-void write_segments_text(std::ostream& out, const SegmentsView& v, const TextStyle& style) {
+void write_segments_text(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result, size_t top,
+                         const TextStyle& style) {
   const size_t width = size_t(std::max(style.width, 40));
-  out << "memsnap " << kVersion << "  " << v.input->path << '\n';
-  if (v.devices->empty()) {
+  out << "memsnap " << kVersion << "  " << detail::term(src.input.path, 1024) << '\n';
+  if (result.devices.empty()) {
     out << "the snapshot holds no devices (no segments and no trace)\n";
     return;
   }
   bool any = false;
-  for (const auto& d : *v.devices) any = any || !d.segments.empty();
+  for (const auto& d : result.devices) any = any || !d.state().segments.empty();
   if (any)
-    out << detail::wrap_block("Each bar is one segment's blocks to scale: '#' allocated, '+' pending free (awaiting other "
-                      "streams), '.' free; a live block too small for a cell still gets one. Worst first: the most "
-                      "stranded free bytes (free memory in segments that still hold live blocks), then the highest "
-                      "fragmentation (1 - largest free block / free bytes).",
-                      width, 0);
-  for (size_t di = 0; di < v.devices->size(); ++di) {
-    const snapshot::Device& d = (*v.devices)[di];
-    const analysis::Fragmentation& f = (*v.fragmentation)[di];
-    const std::vector<uint32_t>& order = (*v.order)[di];
-    size_t shown = v.top == 0 ? order.size() : std::min(v.top, order.size());
+    out << detail::wrap_block("Each bar is one segment's blocks to scale: '#' allocated, '+' pending free (awaiting "
+                              "other streams, record_stream), '.' free; a live block too small for a cell still gets "
+                              "one. Worst first: the most stranded free bytes (free memory in segments that still hold "
+                              "allocated blocks), then the highest fragmentation (1 - largest free block / free "
+                              "bytes).",
+                              width, 0);
+  for (const auto& da : result.devices) {
+    const snapshot::Device& d = da.state();
+    const analysis::Accounting& f = da.accounting;
+    const std::vector<uint32_t>& order = da.segment_order;
+    size_t shown = top == 0 ? order.size() : std::min(top, order.size());
     out << '\n';
     out << (style.color ? "\033[1m" : "") << "device " << d.index << ':' << (style.color ? "\033[0m" : "") << ' ';
-    if (v.at && (*v.at)[di]) {
-      const auto& a = *(*v.at)[di];
-      out << "state after event " << with_commas(a.event_index) << " (replayed";
-      if (a.estimated_blocks) out << "; " << with_commas(a.estimated_blocks) << " block sizes inferred";
+    if (da.at) {
+      out << "state after event " << with_commas(da.at->event_index) << " (replayed";
+      if (da.at->estimated_blocks) out << "; " << with_commas(da.at->estimated_blocks) << " block sizes inferred";
       out << "):\n  ";
     }
     if (order.empty()) {
@@ -117,7 +118,9 @@ void write_segments_text(std::ostream& out, const SegmentsView& v, const TextSty
     out << with_commas(order.size()) << (order.size() == 1 ? " segment, " : " segments, ")
         << human_bytes(f.reserved_bytes) << " reserved, " << analysis::to_string(f.regime) << " segments\n"
         << "  free " << human_bytes(f.external_free_bytes) << ": " << human_bytes(f.stranded_bytes) << " stranded, "
-        << human_bytes(f.releasable_bytes) << " releasable\n";
+        << human_bytes(f.releasable_bytes) << " releasable";
+    if (f.private_held_bytes) out << ", " << human_bytes(f.private_held_bytes) << " held by private pools";
+    out << '\n';
 
     size_t addr_w = 7, pool_w = 4, stream_w = 6;
     for (size_t i = 0; i < shown; ++i) {
@@ -130,8 +133,7 @@ void write_segments_text(std::ostream& out, const SegmentsView& v, const TextSty
     bool inline_bar = width > fixed + kMinBar + 2;
     size_t cells = inline_bar ? width - fixed - 2 : width - 4;
     out << pad_right("address", addr_w) << ' ' << pad_right("pool", pool_w) << ' ' << pad_right("stream", stream_w)
-        << pad_left("size", kSize) << pad_left("free", kSize) << "  "
-        << (inline_bar ? "blocks" : "") << '\n';
+        << pad_left("size", kSize) << pad_left("free", kSize) << "  " << (inline_bar ? "blocks" : "") << '\n';
     for (size_t i = 0; i < shown; ++i) {
       const auto& s = d.segments[order[i]];
       const auto& sf = f.segments[order[i]];
@@ -148,8 +150,8 @@ void write_segments_text(std::ostream& out, const SegmentsView& v, const TextSty
         stranded += f.segments[order[i]].stranded_bytes;
       }
       out << detail::wrap_block(with_commas(order.size() - shown) + " more segments not shown (" + human_bytes(free) +
-                              " free, " + human_bytes(stranded) + " stranded)",
-                          width, 0)
+                                    " free, " + human_bytes(stranded) + " stranded)",
+                                width, 0)
           << "--top N shows more, --top 0 all\n";
     }
   }

@@ -1,7 +1,11 @@
 // Text layout helpers for the reporters.
 #include "text_util.hpp"
 
+#include "memsnap/util/terminal.hpp"
+
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <iterator>
@@ -9,14 +13,38 @@
 
 namespace memsnap::report::detail {
 
-namespace {
-size_t display_width(const std::string& s) {
+size_t display_width(std::string_view s) {
   size_t w = 0;
   for (unsigned char c : s)
     if ((c & 0xC0) != 0x80) ++w;
   return w;
 }
-}  // namespace
+
+std::string term(std::string_view s, size_t cap) { return terminal_safe(s, cap); }
+
+int64_t span_us(int64_t a, int64_t b) {
+  int64_t d = 0;
+  if (!__builtin_sub_overflow(b, a, &d)) return d;
+  return b > a ? INT64_MAX : INT64_MIN;
+}
+
+std::string shorten_left(const std::string& s, size_t w) {
+  if (display_width(s) <= w || w < 4) return s;
+  size_t colon = s.rfind(':');
+  size_t keep_from = colon == std::string::npos ? s.size() : colon;
+  // keep ":LINE:function" when there is a line too
+  if (colon != std::string::npos && colon > 0) {
+    size_t prev = s.rfind(':', colon - 1);
+    if (prev != std::string::npos) keep_from = prev;
+  }
+  std::string tail = s.substr(keep_from);
+  if (display_width(tail) + 1 >= w) return s;  // the function alone does not fit: keep it whole
+  size_t room = w - 1 - display_width(tail);
+  std::string head = s.substr(0, keep_from);
+  size_t cut = head.size() - std::min(head.size(), room);
+  while (cut < head.size() && (static_cast<unsigned char>(head[cut]) & 0xC0) == 0x80) ++cut;
+  return "~" + head.substr(cut) + tail;
+}
 
 std::string pad_right(const std::string& s, size_t w) {
   size_t d = display_width(s);
@@ -68,14 +96,21 @@ std::string wrap(const std::string& text, size_t first, size_t indent, size_t wi
     col = indent;
     line_start = true;
   };
-  for (std::string word : words) {
+  for (const std::string& whole : words) {
+    std::string_view word = whole;
     size_t w = display_width(word);
     if (!line_start && col + 1 + w > width) newline();
-    while (w > avail) {  // wider than a line (a C++ signature): cut it
+    while (w > avail) {  // wider than a line (a C++ signature): cut it, in one pass over the word
       if (!line_start) newline();
-      out += word.substr(0, avail);
-      word.erase(0, avail);
-      w = display_width(word);
+      size_t cut = 0, cols = 0;
+      while (cut < word.size() && cols < avail) {
+        ++cut;
+        while (cut < word.size() && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80) ++cut;
+        ++cols;
+      }
+      out += word.substr(0, cut);
+      word.remove_prefix(cut);
+      w -= cols;
       newline();
     }
     if (!line_start) {
@@ -108,7 +143,7 @@ std::string hex(uint64_t v) {
 
 std::string duration(int64_t us) {
   char buf[64];
-  if (us < 0) return "-" + duration(-us);
+  if (us < 0) return "-" + duration(us == INT64_MIN ? INT64_MAX : -us);
   if (us < 1000) std::snprintf(buf, sizeof buf, "%lld us", static_cast<long long>(us));
   else if (us < 1000000) std::snprintf(buf, sizeof buf, "%.1f ms", double(us) / 1e3);
   else if (us < 60000000) std::snprintf(buf, sizeof buf, "%.2f s", double(us) / 1e6);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace memsnap::report::detail {
 
@@ -23,7 +24,19 @@ std::string wrap_block(const std::string& text, size_t width, size_t indent);
 std::string shorten(const std::string& s, size_t w);
 /// "0x7f3a00000000".
 std::string hex(uint64_t v);
-/// A duration in microseconds as "850 us", "12.3 ms", "4.56 s", "3 min 12 s".
+/// A duration in microseconds as "850 us", "12.3 ms", "4.56 s", "3 min 12 s"; any int64.
 std::string duration(int64_t us);
+/// b - a, saturated to the int64 range (time spans of hostile files cannot overflow).
+int64_t span_us(int64_t a, int64_t b);
+/// A string from the snapshot made safe for a terminal: C0 and C1 control characters,
+/// DEL and invalid UTF-8 shown escaped ("\x1b", "\n"), at most `cap` bytes kept
+/// (then "..."). Every snapshot string a text report prints goes through it.
+std::string term(std::string_view s, size_t cap = 4096);
+/// Shortens a site ("path/file.py:LINE:function") to `w` columns from the left: the
+/// function and line stay whole, the path loses its start ("~le.py:12:fn"). A
+/// function name alone wider than `w` is kept whole (the caller then gives it a line).
+std::string shorten_left(const std::string& s, size_t w);
+/// Display columns of a UTF-8 string (one per code point).
+size_t display_width(std::string_view s);
 
 }  // namespace memsnap::report::detail

@@ -327,12 +327,12 @@ struct Shared {
 };
 
 double x_value(const Timeline& t, uint32_t event, const std::optional<int64_t>& time, const Shared& sh) {
-  if (t.timed && time && sh.origin_us) return double(*time - *sh.origin_us);
+  if (t.timed && time && sh.origin_us) return double(detail::span_us(*sh.origin_us, *time));
   return double(event);
 }
 
 std::string when(const Timeline& t, uint32_t event, const std::optional<int64_t>& time, const Shared& sh) {
-  if (t.timed && time && sh.origin_us) return "+" + detail::duration(*time - *sh.origin_us);
+  if (t.timed && time && sh.origin_us) return "+" + detail::duration(detail::span_us(*sh.origin_us, *time));
   return "event " + with_commas(event);
 }
 
@@ -379,7 +379,7 @@ void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double t
   // ---- header line -------------------------------------------------------------------
   std::string head = with_commas(t.events) + (t.events == 1 ? " trace event" : " trace events");
   if (t.timed && t.first_time_us && t.last_time_us && *t.last_time_us > *t.first_time_us)
-    head += " over " + detail::duration(*t.last_time_us - *t.first_time_us);
+    head += " over " + detail::duration(detail::span_us(*t.first_time_us, *t.last_time_us));
   else if (!t.timed)
     head += " (no timestamps: x is the event index)";
   if (t.peak) head += "  ·  peak " + human_bytes(t.peak->allocated_bytes) + " allocated";
@@ -625,14 +625,12 @@ void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double t
 void write_timeline_svg(std::ostream& out, const TimelineView& view, const SvgOptions& o) {
   const auto& tls = *view.timelines;
   Shared sh;
-  for (const auto& t : tls) {
-    if (t.timed && t.first_time_us && (!sh.origin_us || *t.first_time_us < *sh.origin_us))
-      sh.origin_us = t.first_time_us;
+  sh.origin_us = view.origin_us;
+  for (const auto& t : tls)
     if (t.events) sh.max_index = std::max(sh.max_index, double(t.events - 1));
-  }
   for (const auto& t : tls)
     if (t.timed && t.last_time_us && sh.origin_us)
-      sh.time_span_us = std::max(sh.time_span_us, double(*t.last_time_us - *sh.origin_us));
+      sh.time_span_us = std::max(sh.time_span_us, double(detail::span_us(*sh.origin_us, *t.last_time_us)));
 
   const double title_h = 50;
   const double total_h = title_h + double(tls.size()) * o.panel_height + 6;

@@ -1,4 +1,5 @@
-// Text for the trace part of `analyze`: span, replay, peak, iterations, leaks, findings.
+// Text for the trace part of `analyze` (span, replay, peaks, iterations or structure,
+// leaks), the OOM section and the findings.
 #include <cctype>
 #include <cmath>
 #include <ostream>
@@ -9,117 +10,252 @@
 
 namespace memsnap::report::detail {
 
+using namespace analysis;
+
 namespace {
 
 constexpr size_t kHead = 13;  // "  iterations " column
 
 std::string head(const char* word) { return "  " + pad_right(word, kHead - 2); }
 
+std::string plural_blocks(uint64_t n) { return with_commas(n) + (n == 1 ? " block" : " blocks"); }
+
 std::string bytes_per_iter(double b) {
   return (b < 0 ? "-" : "") + human_bytes(static_cast<uint64_t>(std::llround(std::fabs(b))));
 }
 
-}  // namespace
-
-void write_trace_text(std::ostream& out, const analysis::DeviceTotals& t, const analysis::TraceAnalysis* tr,
-                      const TextStyle& style) {
-  size_t width = static_cast<size_t>(std::max(60, std::min(style.width, 120)));
-  out << '\n' << head("trace");
-  if (t.trace.entries == 0) {
-    out << "no entries (history recording was off, or enabled=\"state\")\n";
-    out << std::string(kHead, ' ')
-        << wrap("if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" figure) "
-                "explains it from the dumped state",
-                kHead, kHead, width)
-        << '\n';
+// A table row whose first column is a site: shortened from the left to fit; a site
+// that cannot be shortened without cutting its function gets a line of its own.
+void site_row(std::ostream& out, const std::string& raw, size_t site_w, const std::string& numbers, size_t width) {
+  std::string site = shorten_left(term(raw, 512), site_w - 1);
+  if (display_width(site) < site_w) {
+    out << "    " << pad_right(site, site_w) << numbers << '\n';
     return;
   }
-  std::string span = with_commas(t.trace.entries) + (t.trace.entries == 1 ? " entry" : " entries");
-  if (t.trace.first_time_us && t.trace.last_time_us)
-    span += " over " + duration(*t.trace.last_time_us - *t.trace.first_time_us) + ", from " +
-            utc_time(*t.trace.first_time_us);
-  else
+  out << wrap_block(term(raw, 512), width, 4) << "    " << std::string(site_w, ' ') << numbers << '\n';
+}
+
+void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin, size_t width) {
+  const auto& p = *d.peaks.allocated;
+  std::string line = human_bytes(p.allocated_bytes) + " allocated, " + human_bytes(p.reserved_bytes) +
+                     " reserved, at event " + with_commas(p.event_index);
+  std::string t = at_time(p.time_us, origin);
+  if (!t.empty()) line += " (" + t + ")";
+  if (d.peaks.reserved && d.peaks.reserved->bytes > p.reserved_bytes) {
+    const auto& r = *d.peaks.reserved;
+    std::string rt = at_time(r.time_us, origin);
+    line += "; reserved peaks at " + human_bytes(r.bytes) + " at event " + with_commas(r.event_index) +
+            (rt.empty() ? std::string() : " (" + rt + ")");
+  }
+  out << head("peak") << wrap(line, kHead, kHead, width) << '\n';
+  if (p.top_sites.empty()) return;
+  size_t site_w = width - 4 - 12 - 8;
+  out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8) << '\n';
+  for (const auto& s : p.top_sites)
+    site_row(out, s.site, site_w, pad_left(human_bytes(s.live_bytes), 12) + pad_left(with_commas(s.allocations), 8),
+             width);
+}
+
+void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) {
+  const auto& it = d.iterations;
+  if (!it.found()) {
+    if (d.structure) {
+      out << head("structure") << wrap(structure_words(*d.structure, it), kHead, kHead, width) << '\n';
+      out << head("iterations") << wrap("none: " + iteration_evidence(it), kHead, kHead, width) << '\n';
+    } else {
+      out << head("iterations") << wrap("none: " + iteration_evidence(it), kHead, kHead, width) << '\n';
+    }
+    return;
+  }
+  std::string line = with_commas(it.count) + " found (" + iteration_method(it) + "), " + with_commas(it.period_events) +
+                     " events" + (it.period_us ? ", " + duration(int64_t(*it.period_us)) : std::string()) +
+                     " each; allocated memory grows " + bytes_per_iter(it.growth_bytes_per_iteration) +
+                     " per iteration";
+  out << head("iterations") << wrap(line, kHead, kHead, width) << '\n';
+  out << std::string(kHead, ' ') << wrap(iteration_evidence(it), kHead, kHead, width) << '\n';
+}
+
+void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {
+  const auto& it = d.iterations;
+  if (it.count < 5) return;
+  out << head("leaks");
+  if (d.leaks.empty()) {
+    out << "none: no site keeps allocations from iteration after iteration\n";
+    return;
+  }
+  out << "sites that keep allocations from iteration after iteration:\n";
+  size_t site_w = width - 4 - 11 - 11 - 8 - 2 - 16;
+  out << "    " << pad_right("site", site_w) << pad_left("per iter", 11) << pad_left("live now", 11)
+      << pad_left("kept", 8) << "  " << "pattern" << '\n';
+  for (const auto& l : d.leaks) {
+    std::string kept = std::to_string(l.iterations_retained) + "/" + std::to_string(l.iterations_judged);
+    site_row(out, l.site, site_w,
+             pad_left(bytes_per_iter(l.growth_bytes_per_iteration), 11) + pad_left(human_bytes(l.live_bytes), 11) +
+                 pad_left(kept, 8) + "  " + to_string(l.pattern),
+             width);
+  }
+  out << wrap_block("(kept: in how many of the " + with_commas(d.leaks.front().iterations_judged) +
+                        " complete iterations the site allocated memory still allocated at the dump)",
+                    width, 4);
+}
+
+}  // namespace
+
+size_t prose_width(const TextStyle& style) { return static_cast<size_t>(std::max(60, std::min(style.width, 160))); }
+
+std::string at_time(const std::optional<int64_t>& t, const std::optional<int64_t>& origin) {
+  if (!t || !origin) return "";
+  return "+" + duration(span_us(*origin, *t));
+}
+
+void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin,
+                      const TextStyle& style) {
+  const size_t width = prose_width(style);
+  const auto& t = d.trace;
+  out << '\n' << head("trace");
+  if (t.entries == 0) {
+    out << "no entries (history recording was off, or enabled=\"state\")\n";
+    if (!d.state().segments.empty() && d.ooms.explained.empty())
+      out << std::string(kHead, ' ')
+          << wrap("if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" "
+                  "figure) explains it from the dumped state",
+                  kHead, kHead, width)
+          << '\n';
+    return;
+  }
+  std::string span = with_commas(t.entries) + (t.entries == 1 ? " entry" : " entries");
+  if (t.first_time_us && t.last_time_us) {
+    span += " over " + duration(span_us(*t.first_time_us, *t.last_time_us)) + ", from " + utc_time(*t.first_time_us);
+    if (origin && *origin != *t.first_time_us) span += " (" + at_time(t.first_time_us, origin) + ")";
+  } else {
     span += " (no timestamps)";
+  }
   out << wrap(span, kHead, kHead, width) << '\n';
-  if (!tr) return;
   std::string pad(kHead, ' ');
-  if (tr->window_starts_mid_run)
+  if (t.window_starts_mid_run)
     out << pad << wrap("the window starts mid-run: memory was allocated before its first event", kHead, kHead, width)
         << '\n';
-  if (tr->consistent) {
+  if (t.consistent) {
     std::string line = "replay: consistent with the dumped state";
-    if (tr->estimated_blocks) line += " (" + with_commas(tr->estimated_blocks) + " block sizes inferred)";
+    if (t.estimated_blocks) line += " (" + with_commas(t.estimated_blocks) + " block sizes inferred)";
     out << pad << wrap(line, kHead, kHead, width) << '\n';
-  } else if (tr->first_mismatch) {
-    out << pad << wrap("replay: INCONSISTENT from event " + with_commas(tr->first_mismatch->event) + ": " +
-                           tr->first_mismatch->what,
-                       kHead, kHead, width)
+  } else if (t.first_mismatch) {
+    out << pad
+        << wrap("replay: INCONSISTENT from event " + with_commas(t.first_mismatch->event) + ": " + t.first_mismatch->what,
+                kHead, kHead, width)
         << '\n';
   }
+  if (d.peaks.allocated) write_peak(out, d, origin, width);
+  write_iterations(out, d, width);
+  write_leaks(out, d, width);
+}
 
-  if (tr->peak) {
-    const auto& p = *tr->peak;
-    std::string line = human_bytes(p.allocated_bytes) + " allocated, " + human_bytes(p.reserved_bytes) +
-                       " reserved, at event " + with_commas(p.event_index);
-    if (p.time_us && t.trace.first_time_us) line += " (+" + duration(*p.time_us - *t.trace.first_time_us) + ")";
-    out << head("peak") << wrap(line, kHead, kHead, width) << '\n';
-    if (!p.top_sites.empty()) {
-      size_t site_w = width - 4 - 12 - 8;
-      out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
-          << '\n';
-      for (const auto& s : p.top_sites)
-        out << "    " << pad_right(shorten(s.site, site_w), site_w) << pad_left(human_bytes(s.live_bytes), 12)
-            << pad_left(with_commas(s.allocations), 8) << '\n';
-    }
-  }
+void write_oom_headline_text(std::ostream& out, const DeviceAnalysis& d, const TextStyle& style) {
+  if (d.ooms.explained.empty() || !d.ooms.explained.front().from_trace) return;
+  const size_t width = prose_width(style);
+  const OomReport& r = d.ooms.explained.front();
+  const char* red = style.color ? "\033[1;31m" : "";
+  const char* reset = style.color ? "\033[0m" : "";
+  std::string line = "out of memory at event " + with_commas(*r.event_index) + ": " + human_bytes(r.requested_bytes) +
+                     " requested, cause " + to_string(r.cause());
+  if (d.ooms.total > 1) line += " (" + with_commas(d.ooms.total) + " OOM events in all)";
+  out << "  " << red << wrap(line, 2, 2, width) << reset << '\n';
+  const OomReport& last = d.ooms.explained.back();
+  if (last.freed_after_bytes)
+    out << wrap_block("at the dump " + human_bytes(d.accounting.allocated_bytes) + " is allocated: " +
+                          human_bytes(last.freed_after_bytes) +
+                          " was freed after the OOM; the totals describe the dump, the OOM section the moment of "
+                          "failure",
+                      width, 2);
+}
 
-  const auto& it = tr->iterations;
-  out << head("iterations");
-  if (!it.found) {
-    out << wrap("none found: " + it.evidence, kHead, kHead, width) << '\n';
-  } else {
-    std::string line = std::to_string(it.count) + " found (" + it.method + "), " + with_commas(it.period_events) +
-                       " events" + (it.period_us ? ", " + duration(int64_t(*it.period_us)) : std::string()) +
-                       " each; allocated memory grows " + bytes_per_iter(it.growth_bytes_per_iteration) +
-                       " per iteration";
-    out << wrap(line, kHead, kHead, width) << '\n';
-  }
-
-  if (it.found && it.count >= 5) {
-    out << head("leaks");
-    if (tr->leaks.empty()) {
-      out << "none: no site keeps allocations from iteration after iteration\n";
+void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin,
+                    const TextStyle& style) {
+  const auto& ooms = d.ooms.explained;
+  if (ooms.empty()) return;
+  const size_t width = prose_width(style);
+  const char* bold = style.color ? "\033[1m" : "";
+  const char* red = style.color ? "\033[31m" : "";
+  const char* reset = style.color ? "\033[0m" : "";
+  constexpr size_t kCol = 15;
+  for (size_t k = 0; k < ooms.size(); ++k) {
+    const auto& r = ooms[k];
+    out << '\n' << "  " << bold << red << "out of memory" << reset;
+    if (d.ooms.total > 1) out << " (" << k + 1 << " of " << with_commas(d.ooms.total) << ")";
+    if (r.from_trace) {
+      out << " at event " << with_commas(*r.event_index);
+      std::string t = at_time(r.time_us, origin);
+      if (!t.empty()) out << " (" << t << ")";
     } else {
-      out << "sites that keep allocations from iteration after iteration:\n";
-      size_t site_w = width - 4 - 11 - 11 - 7 - 2 - 16;
-      out << "    " << pad_right("site", site_w) << pad_left("per iter", 11) << pad_left("live now", 11)
-          << pad_left("iters", 7) << "  " << "pattern" << '\n';
-      for (const auto& l : tr->leaks)
-        out << "    " << pad_right(shorten(l.site, site_w), site_w)
-            << pad_left(bytes_per_iter(l.growth_bytes_per_iteration), 11) << pad_left(human_bytes(l.live_bytes), 11)
-            << pad_left(std::to_string(l.iterations_retained), 7) << "  " << l.pattern << '\n';
+      out << ": the OOM moment is not in the file; figures are the dumped state's";
     }
+    out << '\n';
+    auto line = [&](const char* label, const std::string& text) {
+      out << "  " << pad_right(label, kCol - 2) << wrap(text, kCol, kCol, width) << '\n';
+    };
+    line("request", human_bytes(r.requested_bytes) + " (rounded) on stream " + stream_name(r.stream) + ", " +
+                        snapshot::to_string(r.pool) + " pool; needed " +
+                        (r.expandable ? human_bytes(r.segment_request_bytes) + " of new pages"
+                                      : "a new " + human_bytes(r.segment_request_bytes) + " segment"));
+    if (r.from_trace) line("from", term(r.site, 512));
+    std::string state = "reserved " + human_bytes(r.reserved_bytes) + ", allocated " + human_bytes(r.allocated_bytes) +
+                        ", cached free " + human_bytes(r.free_cached_bytes);
+    if (r.device_free_bytes) state += ", device free " + human_bytes(*r.device_free_bytes);
+    line("state", state);
+    line("largest free", human_bytes(r.largest_free_block_bytes) + " on stream " + stream_name(r.stream) + " in the " +
+                             snapshot::to_string(r.pool) + " pool (" + human_bytes(r.free_cached_same_pool_bytes) +
+                             " free there in all)" +
+                             (r.cached_block_could_serve ? "; a cached block could have served it" : ""));
+    if (r.from_trace)
+      line("accuracy", r.approximate_within_bytes
+                           ? "allocated and free figures within " + human_bytes(r.approximate_within_bytes) + " (" +
+                                 plural_blocks(r.estimated_blocks) +
+                                 " freed after the OOM left only their requested size, and the allocator may have "
+                                 "handed out larger blocks)"
+                           : "exact (every live block's size is known or follows from the allocator's rounding)");
+    for (size_t i = 0; i < r.causes.size(); ++i)
+      line(i == 0 ? "cause" : "also",
+           std::string(to_string(r.causes[i])) + ": " + term(cause_evidence(r.causes[i], r, d.leaks), 2048));
+    // PyTorch's message, indented less so that its URL fits a line whole.
+    out << "  " << pad_right("message", kCol - 2) << "(rebuilt from these numbers)\n"
+        << wrap_block("\"" + torch_message(r) + "\"", width, 4);
+    for (size_t i = 0; i < r.fixes.size(); ++i) line(i == 0 ? "fix" : "", term(fix_words(r.fixes[i], r), 1024));
+  }
+  if (!d.ooms.more.empty()) {
+    out << '\n'
+        << wrap_block("first " + with_commas(ooms.size()) + " OOM events explained, " +
+                          with_commas(d.ooms.more.size()) + " more listed in JSON (`ooms_more`)",
+                      width, 2);
   }
 }
 
-void write_findings_text(std::ostream& out, const std::vector<analysis::Finding>& findings, const TextStyle& style) {
-  const size_t width = static_cast<size_t>(std::max(60, std::min(style.width, 120)));
+void write_findings_text(std::ostream& out, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
+                         const TextStyle& style) {
+  const size_t width = prose_width(style);
   out << '\n' << "  " << (style.color ? "\033[1m" : "") << "findings" << (style.color ? "\033[0m" : "") << '\n';
-  if (findings.empty()) {
+  if (d.findings.empty()) {
     out << "    none: nothing here crosses a threshold\n";
     return;
   }
-  for (const auto& f : findings) {
-    std::string sev = analysis::to_string(f.severity);
+  constexpr size_t kShown = 20;
+  size_t shown = 0;
+  for (const auto& f : d.findings) {
+    if (shown == kShown) {
+      out << wrap_block(with_commas(d.findings.size() - kShown) + " more findings listed in JSON", width, 2);
+      break;
+    }
+    ++shown;
+    std::string sev = to_string(f.severity);
     for (char& c : sev) c = char(std::toupper(static_cast<unsigned char>(c)));
     if (style.color) {
-      const char* c = f.severity == analysis::Severity::Critical  ? "\033[1;31m"
-                      : f.severity == analysis::Severity::Warning ? "\033[1;33m"
-                                                                  : "\033[1;36m";
+      const char* c = f.severity == Severity::Critical  ? "\033[1;31m"
+                      : f.severity == Severity::Warning ? "\033[1;33m"
+                                                        : "\033[1;36m";
       sev = c + sev + "\033[0m";
     }
-    out << "  " << sev << "  " << f.kind << '\n' << wrap_block(f.message, width, 4);
-    if (!f.advice.empty()) out << wrap_block("fix: " + f.advice, width, 4);
+    Words w = finding_words(f, d, settings);
+    out << "  " << sev << "  " << to_string(f.kind) << '\n' << wrap_block(term(w.message, 4096), width, 4);
+    if (!w.advice.empty()) out << wrap_block("fix: " + term(w.advice, 2048), width, 4);
   }
 }
 

@@ -31,7 +31,7 @@ oom = truth("frag.truth.json")["oom"]
 rc, out, err = run(["analyze", frag], {"COLUMNS": "80"})
 check("analyze frag exit", rc == 0 and err == "", "%d %r" % (rc, err))
 fits_80("analyze frag", out)
-for words in ("free memory by cause", "stranded", "releasable", "frag = 1 - largest free block / free bytes",
+for words in ("free memory by cause", "stranded", "releasable", "frag = 1 - largest stranded free block / stranded bytes",
               "pinning sites", "findings", "stranded_free_memory", "expandable_segments:True", "allocator settings"):
     check("analyze frag mentions " + words, words in out, out[-400:])
 check("no colour when piped", "\033[" not in out)
@@ -57,7 +57,7 @@ check("json identity", dev["totals"]["requested_bytes"] + fr["internal_free_byte
       + fr["external_free_bytes"] == dev["totals"]["reserved_bytes"])
 check("json findings", "stranded_free_memory" in [f["kind"] for f in dev["findings"]], dev["findings"])
 for f in dev["findings"]:
-    check("json finding fields", sorted(f) == ["advice", "kind", "message", "severity"], sorted(f))
+    check("json finding fields", {"advice", "kind", "message", "severity"} <= set(f), sorted(f))
 check("json allocator_settings", doc["allocator_settings"]["expandable_segments"] is False, doc["allocator_settings"])
 check("no fits without --fits", "fits" not in dev)
 # the existing contract is untouched

@@ -1,38 +1,90 @@
-// Fuzz target: any bytes through the whole pipeline (detect, decode, build, every analysis).
+// Fuzz target: any bytes through the whole CLI path: detect, decode, build, every
+// analysis (analyze with --at, --fits, --oom-size and a timeline; events; diff) and
+// every reporter (text, JSON, SVG, CSV) into a discarding sink.
 // Built as a libFuzzer binary with -DMEMSNAP_FUZZ=ON (clang); the same entry point
 // replays a corpus as an ordinary ctest (fuzz_replay.cpp).
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
+#include <streambuf>
 #include <vector>
 
+#include "memsnap/analysis/analyze.hpp"
 #include "memsnap/analysis/diff.hpp"
-#include "memsnap/analysis/oom.hpp"
-#include "memsnap/analysis/replay.hpp"
-#include "memsnap/analysis/summary.hpp"
-#include "memsnap/analysis/trace_analysis.hpp"
-#include "memsnap/util/error.hpp"
+#include "memsnap/analysis/events.hpp"
+#include "memsnap/report/analyze.hpp"
+#include "memsnap/report/diff.hpp"
+#include "memsnap/report/events.hpp"
+#include "memsnap/report/segments.hpp"
+#include "memsnap/report/timeline.hpp"
 #include "memsnap/snapshot/load.hpp"
+#include "memsnap/util/error.hpp"
+
+namespace {
+
+// Counts what it is given and keeps nothing.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return c; }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace memsnap;
+  NullBuffer buffer;
+  std::ostream sink(&buffer);
   snapshot::LoadOptions opt;
   opt.read.max_buffer_bytes = uint64_t{64} << 20;  // keep decompression bombs cheap
   try {
     auto loaded = snapshot::load_snapshot_bytes(std::vector<uint8_t>(data, data + size), "fuzz", opt);
-    const auto& s = loaded.snapshot;
-    analysis::Sites sites(s);
-    analysis::OomOptions oom;
-    oom.assumed_request = 1 << 20;
-    for (const auto& d : s.devices) {
-      (void)analysis::summarize(d);
-      analysis::Replay replay(s, d);
-      if (!d.trace.empty()) (void)replay.state_after(uint32_t(d.trace.size() / 2)).to_device(d.index);
-      auto trace = analysis::analyze_trace(s, d, replay, sites);
-      (void)analysis::analyze_ooms(s, d, replay, sites, trace, oom);
+    analysis::Context ctx(loaded.snapshot);
+    report::Source src{loaded.input, ctx};
+    report::TextStyle style;
+
+    analysis::AnalyzeOptions o;
+    o.oom.assumed_request = 1 << 20;
+    o.oom.capacity = uint64_t{80} << 30;
+    o.fits = analysis::FitsQuery{3 << 20, 0};
+    analysis::TimelineOptions t;
+    t.by_site = true;
+    t.max_points = 64;
+    o.timeline = t;
+    auto result = analysis::analyze(ctx, o);
+    report::write_analyze_text(sink, src, result, style);
+    report::write_analyze_json(sink, src, result);
+    report::write_segments_text(sink, src, result, 0, style);
+    report::write_segments_json(sink, src, result, 0);
+    std::vector<analysis::Timeline> timelines;
+    for (auto& d : result.devices)
+      if (d.timeline) timelines.push_back(*d.timeline);
+    if (!timelines.empty()) {
+      report::TimelineView view{&loaded.input, &timelines, result.time_origin_us};
+      report::write_timeline_svg(sink, view, report::SvgOptions{});
+      report::write_timeline_csv(sink, view);
     }
-    (void)analysis::diff_snapshots(s, s);
+    // --at the middle of every trace
+    for (const auto& d : loaded.snapshot.devices) {
+      if (d.trace.empty()) continue;
+      analysis::AnalyzeOptions at;
+      at.device = d.index;
+      at.at = d.trace.size() / 2;
+      report::write_analyze_text(sink, src, analysis::analyze(ctx, at), style);
+    }
+    std::vector<analysis::DeviceEvents> events;
+    for (const auto& d : loaded.snapshot.devices)
+      events.push_back(analysis::list_events(ctx, d, analysis::EventsOptions{"peak", 16, true}));
+    report::write_events_text(sink, src, events, result.time_origin_us, style);
+    report::write_events_json(sink, src, events, result.time_origin_us);
+    auto diff = analysis::diff_snapshots(ctx, ctx);
+    report::DiffView dv{src, src, diff, 20};
+    report::write_diff_text(sink, dv, style);
+    report::write_diff_json(sink, dv);
   } catch (const InputError&) {
     // malformed input is expected; anything else (or a crash) is a bug
+  } catch (const UsageError&) {
+    // an option that names nothing in this input (not reachable with the options above)
   }
   return 0;
 }

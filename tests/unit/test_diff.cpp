@@ -1,7 +1,10 @@
 // diff: totals deltas equal the truth files' differences; site rows account for the allocated delta.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "memsnap/analysis/diff.hpp"
+#include "support/device_builder.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
 
@@ -13,7 +16,8 @@ TEST_CASE("diff of two mid-run snapshots of the leak scenario") {
   auto ta = test::read_json_file(test::testdata("snapgen/leak.step4.truth.json"))["per_device"][0];
   auto tb = test::read_json_file(test::testdata("snapgen/leak.step10.truth.json"))["per_device"][0];
   auto leak = test::read_json_file(test::testdata("snapgen/leak.truth.json"))["leak"];
-  auto diff = analysis::diff_snapshots(a.snapshot, b.snapshot);
+  analysis::Context ca(a.snapshot), cb(b.snapshot);
+  auto diff = analysis::diff_snapshots(ca, cb);
   REQUIRE(diff.size() == 1);
   const auto& d = diff[0];
   auto delta = [](const nlohmann::json& x, const nlohmann::json& y, const char* k) {
@@ -37,8 +41,16 @@ TEST_CASE("diff of two mid-run snapshots of the leak scenario") {
     }
   CHECK(seen);
   // sorted by absolute change
-  for (size_t i = 1; i < d.sites.size(); ++i)
-    CHECK(std::llabs(d.sites[i - 1].delta_bytes()) >= std::llabs(d.sites[i].delta_bytes()));
+  for (size_t i = 1; i < d.sites.size(); ++i) CHECK(d.sites[i - 1].change_magnitude() >= d.sites[i].change_magnitude());
+  // one row per site, the callers within it
+  std::set<std::string> labels;
+  for (const auto& s : d.sites) {
+    CHECK(labels.insert(s.site).second);
+    uint64_t before = 0, after = 0;
+    for (const auto& c : s.callers) before += c.before_bytes, after += c.after_bytes;
+    CHECK(before == s.before_bytes);
+    CHECK(after == s.after_bytes);
+  }
   // the segment count changed by exactly the segments seen on one side only
   CHECK(int64_t(d.after.segments) - int64_t(d.before.segments) ==
         int64_t(d.segments_only_after.size()) - int64_t(d.segments_only_before.size()));
@@ -47,7 +59,8 @@ TEST_CASE("diff of two mid-run snapshots of the leak scenario") {
 TEST_CASE("a snapshot diffed with itself changes nothing") {
   auto a = snapshot::load_snapshot(test::testdata("snapgen/devices2.pickle").string());
   auto b = snapshot::load_snapshot(test::testdata("snapgen/devices2.pickle").string());
-  auto diff = analysis::diff_snapshots(a.snapshot, b.snapshot);
+  analysis::Context ca(a.snapshot), cb(b.snapshot);
+  auto diff = analysis::diff_snapshots(ca, cb);
   REQUIRE(diff.size() == 2);
   for (const auto& d : diff) {
     CHECK(d.segments_only_before.empty());
@@ -59,9 +72,53 @@ TEST_CASE("a snapshot diffed with itself changes nothing") {
 TEST_CASE("new and vanished paths, and a device on one side only") {
   auto a = snapshot::load_snapshot(test::testdata("snapgen/train.pickle").string());
   auto b = snapshot::load_snapshot(test::testdata("snapgen/devices2.pickle").string());
-  auto diff = analysis::diff_snapshots(a.snapshot, b.snapshot);
+  analysis::Context ca(a.snapshot), cb(b.snapshot);
+  auto diff = analysis::diff_snapshots(ca, cb);
   REQUIRE(diff.size() == 2);
   CHECK(diff[1].in_after);
   CHECK_FALSE(diff[1].in_before);
   for (const auto& s : diff[1].sites) CHECK(s.is_new());
+}
+
+TEST_CASE("a caller whose line moved stays one row; distinct sites with one label are told apart") {
+  // before: model.py:40:forward called from run.py:118; after: the same site called from run.py:120.
+  auto build = [](snapshot::Snapshot& snap, int64_t caller_line, uint64_t bytes) {
+    auto frame = [&](const char* file, int64_t line, const char* fn) {
+      snapshot::Frame f;
+      f.filename = snap.strings.intern(file);
+      f.line = line;
+      f.name = snap.strings.intern(fn);
+      return snap.frames.intern(f);
+    };
+    snapshot::FrameId s1[] = {frame("/a/model.py", 40, "forward"), frame("/a/run.py", caller_line, "main")};
+    snapshot::FrameId s2[] = {frame("/b/model.py", 40, "forward"), frame("/a/run.py", 7, "main")};
+    auto st1 = snap.stacks.intern(s1);
+    auto st2 = snap.stacks.intern(s2);
+    test::add_device(snap, {{0x1000000, snapshot::Pool::Large, {test::alloc(bytes), test::alloc(test::MiB), test::free_(test::MiB)}}});
+    snap.devices[0].blocks[0].stack = st1;
+    snap.devices[0].blocks[1].stack = st2;
+  };
+  snapshot::Snapshot a, b;
+  build(a, 118, 4 * test::MiB);
+  build(b, 120, 6 * test::MiB);
+  analysis::Context ca(a), cb(b);
+  auto diff = analysis::diff_snapshots(ca, cb);
+  REQUIRE(diff.size() == 1);
+  REQUIRE(diff[0].sites.size() == 2);
+  const auto& moved = diff[0].sites[0];
+  CHECK(moved.file == "/a/model.py");
+  CHECK(moved.before_bytes == 4 * test::MiB);
+  CHECK(moved.after_bytes == 6 * test::MiB);
+  CHECK(moved.delta_bytes() == int64_t(2 * test::MiB));
+  REQUIRE(moved.callers.size() == 2);  // run.py:118 before, run.py:120 after
+  // /a/model.py and /b/model.py both print as model.py:40:forward: the labels get their directories
+  CHECK(diff[0].sites[0].site != diff[0].sites[1].site);
+  CHECK(diff[0].sites[0].site == "a/model.py:40:forward");
+  CHECK(diff[0].sites[1].site == "b/model.py:40:forward");
+}
+
+TEST_CASE("deltas never overflow") {
+  CHECK(analysis::signed_delta(0, UINT64_MAX) == INT64_MAX);
+  CHECK(analysis::signed_delta(UINT64_MAX, 0) == INT64_MIN);
+  CHECK(analysis::signed_delta(5, 3) == -2);
 }

@@ -1,7 +1,7 @@
 // The real snapshots in ../shared/realdata (never copied here): all parse, and their blocks obey torch's invariants.
 #include <doctest/doctest.h>
 
-#include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/accounting.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
 
@@ -11,6 +11,7 @@ TEST_CASE("every real snapshot loads and its segments agree with their own state
   size_t files = test::each_realdata([&](const std::filesystem::path& path) {
     auto l = snapshot::load_snapshot(path.string());
     CHECK(l.snapshot.warnings.empty());
+    analysis::Context ctx(l.snapshot);
     for (const auto& d : l.snapshot.devices) {
       for (const auto& seg : d.segments) {
         uint64_t sum = 0, alloc = 0, active = 0;
@@ -23,8 +24,8 @@ TEST_CASE("every real snapshot loads and its segments agree with their own state
         if (seg.stated_allocated) CHECK(alloc == *seg.stated_allocated);
         if (seg.stated_active) CHECK(active == *seg.stated_active);
       }
-      auto t = analysis::summarize(d);
-      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.inactive_bytes == t.reserved_bytes);
+      auto t = analysis::account(ctx, d);
+      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.external_free_bytes == t.reserved_bytes);
     }
   });
   if (files) CHECK(files >= 30);  // all of ../shared/realdata when it is there

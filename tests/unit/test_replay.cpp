@@ -1,8 +1,10 @@
 // Trace replay against the dumped state, mid-run snapshots and every real file.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "memsnap/analysis/replay.hpp"
-#include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/accounting.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
 
@@ -10,24 +12,51 @@ using namespace memsnap;
 
 namespace {
 
-void check_ends_at_dump(const snapshot::Snapshot& s, const snapshot::Device& d, bool want_consistent) {
-  analysis::Replay r(s, d);
+void check_ends_at_dump(const snapshot::Snapshot& s, const snapshot::Device& d, bool want_consistent,
+                        size_t checkpoint_events = 4096) {
+  analysis::Context ctx(s);
+  analysis::ReplayOptions ro;
+  ro.record_series = true;
+  ro.checkpoint_events = checkpoint_events;
+  analysis::Replay r(ctx, d, ro);
   if (want_consistent) {
     CHECK_MESSAGE(r.consistent(), (r.first_mismatch() ? r.first_mismatch()->what : ""));
   }
   if (d.trace.empty()) return;
-  auto end = r.state_after(static_cast<uint32_t>(d.trace.size() - 1));
-  auto want = analysis::summarize(d);
-  auto got = analysis::summarize(end.to_device(d.index));
-  CHECK(end.totals().reserved == want.reserved_bytes);
-  CHECK(end.totals().allocated == want.allocated_bytes);
-  CHECK(end.totals().active == want.active_bytes);
-  CHECK(end.totals().requested == want.requested_bytes);
+  const uint32_t last = static_cast<uint32_t>(d.trace.size() - 1);
+  auto end = r.state_after(last);
+  auto want = analysis::account(ctx, d);
+  auto got = analysis::account(ctx, end.device);
+  CHECK(end.totals.reserved == want.reserved_bytes);
+  CHECK(end.totals.allocated == want.allocated_bytes);
+  CHECK(end.totals.active == want.active_bytes);
   CHECK(got.reserved_bytes == want.reserved_bytes);
   CHECK(got.allocated_bytes == want.allocated_bytes);
-  CHECK(got.inactive_bytes == want.inactive_bytes);
+  CHECK(got.external_free_bytes == want.external_free_bytes);
   CHECK(got.largest_free_block_bytes == want.largest_free_block_bytes);
-  CHECK(got.segments == want.segments);
+  CHECK(got.segment_count == want.segment_count);
+  // The sweep's running totals and the state rebuilt from checkpoints are two
+  // computations; they agree at every event sampled, and at the last one with the dump.
+  CHECK(r.allocated_series()[last] == want.allocated_bytes);
+  CHECK(r.reserved_series()[last] == want.reserved_bytes);
+  uint32_t step = std::max<uint32_t>(1, last / 97);
+  for (uint32_t i = 0; i <= last; i += step) {
+    CAPTURE(i);
+    auto st = r.state_after(i);
+    CHECK(st.totals.allocated == r.allocated_series()[i]);
+    CHECK(st.totals.active == r.active_series()[i]);
+    CHECK(st.totals.reserved == r.reserved_series()[i]);
+    auto a = analysis::account(ctx, st.device);
+    CHECK(a.allocated_bytes == st.totals.allocated);
+    CHECK(a.reserved_bytes == st.totals.reserved);
+  }
+  // The peaks are the series' maxima, first reached where the sweep says.
+  const auto& series = r.allocated_series();
+  auto peak = std::max_element(series.begin(), series.end());
+  REQUIRE(r.peak_allocated());
+  CHECK(r.peak_allocated()->event == uint32_t(peak - series.begin()));
+  auto rpeak = std::max_element(r.reserved_series().begin(), r.reserved_series().end());
+  CHECK(r.peak_reserved()->totals.reserved == *rpeak);
 }
 
 }  // namespace
@@ -50,14 +79,15 @@ TEST_CASE("replay to a mid-run snapshot's last event reproduces that snapshot") 
     size_t n = mid.snapshot.devices[0].trace.size();  // the mid-run dump saw exactly these events
     REQUIRE(n > 0);
     REQUIRE(n <= d.trace.size());
-    analysis::Replay r(full.snapshot, d);
+    analysis::Context ctx(full.snapshot);
+    analysis::Replay r(ctx, d);
     auto st = r.state_after(static_cast<uint32_t>(n - 1));
-    CHECK(st.totals().reserved == truth["reserved"].get<uint64_t>());
-    CHECK(st.totals().allocated == truth["allocated"].get<uint64_t>());
-    CHECK(st.totals().active == truth["active"].get<uint64_t>());
-    CHECK(st.totals().requested == truth["requested"].get<uint64_t>());
-    auto t = analysis::summarize(st.to_device(0));
-    CHECK(t.segments == truth["segments"].get<uint64_t>());
+    CHECK(st.totals.reserved == truth["reserved"].get<uint64_t>());
+    CHECK(st.totals.allocated == truth["allocated"].get<uint64_t>());
+    CHECK(st.totals.active == truth["active"].get<uint64_t>());
+    CHECK(st.totals.requested == truth["requested"].get<uint64_t>());
+    auto t = analysis::account(ctx, st.device);
+    CHECK(t.segment_count == truth["segments"].get<uint64_t>());
     CHECK(t.largest_free_block_bytes == truth["largest_free_block"].get<uint64_t>());
   }
 }
@@ -66,11 +96,13 @@ TEST_CASE("a wrapped ring buffer starts mid-run and still replays consistently")
   auto l = snapshot::load_snapshot(test::testdata("snapgen/ring.pickle").string());
   auto truth = test::read_json_file(test::testdata("snapgen/ring.truth.json"));
   REQUIRE(truth["per_device"][0]["trace_dropped"].get<int>() > 0);
-  analysis::Replay r(l.snapshot, l.snapshot.devices[0]);
+  analysis::Context ctx(l.snapshot);
+  analysis::Replay r(ctx, l.snapshot.devices[0]);
   CHECK(r.window_starts_mid_run());
   CHECK(r.consistent());
   auto full = snapshot::load_snapshot(test::testdata("snapgen/leak.pickle").string());
-  analysis::Replay rf(full.snapshot, full.snapshot.devices[0]);
+  analysis::Context fctx(full.snapshot);
+  analysis::Replay rf(fctx, full.snapshot.devices[0]);
   CHECK_FALSE(rf.window_starts_mid_run());  // the full trace starts with an empty allocator
 }
 
@@ -79,4 +111,12 @@ TEST_CASE("replay is consistent on every real snapshot") {
     auto l = snapshot::load_snapshot(path.string());
     for (const auto& d : l.snapshot.devices) check_ends_at_dump(l.snapshot, d, true);
   });
+}
+
+TEST_CASE("checkpoints every few events rebuild every state the sweep saw") {
+  for (const char* name : {"leak", "frag_after_oom", "expandable_leak", "streams2", "ring"}) {
+    CAPTURE(name);
+    auto l = snapshot::load_snapshot(test::testdata(std::string("snapgen/") + name + ".pickle").string());
+    for (size_t every : {1, 7, 64}) check_ends_at_dump(l.snapshot, l.snapshot.devices[0], true, every);
+  }
 }

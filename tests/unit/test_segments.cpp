@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "memsnap/analysis/fragmentation.hpp"
+#include "memsnap/analysis/analyze.hpp"
 #include "memsnap/report/segments.hpp"
 #include "support/device_builder.hpp"
 #include "support/testdata.hpp"
@@ -22,21 +22,17 @@ struct Rendered {
 Rendered render(const snapshot::Snapshot& snap, size_t top, int width, bool color = false) {
   snapshot::InputInfo in;
   in.path = "model.pickle";
-  analysis::Sites sites(snap);
-  std::vector<analysis::Fragmentation> frag;
-  std::vector<std::vector<uint32_t>> order;
-  for (const auto& d : snap.devices) {
-    frag.push_back(analysis::analyze_fragmentation(snap, d, sites));
-    order.push_back(analysis::segments_worst_first(d, frag.back()));
-  }
-  std::vector<std::optional<report::AtPoint>> at(snap.devices.size());
-  report::SegmentsView view{&in, &snap, &snap.devices, &at, &frag, &order, &sites, top};
+  analysis::Context ctx(snap);
+  analysis::AnalyzeOptions o;
+  o.trace = false;
+  auto result = analysis::analyze(ctx, o);
+  report::Source src{in, ctx};
   report::TextStyle style;
   style.width = width;
   style.color = color;
   std::ostringstream text, json;
-  report::write_segments_text(text, view, style);
-  report::write_segments_json(json, view);
+  report::write_segments_text(text, src, result, top, style);
+  report::write_segments_json(json, src, result, top);
   return {text.str(), nlohmann::json::parse(json.str())};
 }
 
@@ -134,7 +130,9 @@ TEST_CASE("segments JSON: blocks tile each segment; accounting per segment; site
     CHECK(s["requested_bytes"].get<uint64_t>() + s["internal_free_bytes"].get<uint64_t>() +
               s["pending_free_bytes"].get<uint64_t>() + s["free_bytes"].get<uint64_t>() ==
           s["size_bytes"]);
-    CHECK(s["releasable_bytes"].get<uint64_t>() + s["stranded_bytes"].get<uint64_t>() == s["free_bytes"]);
+    CHECK(s["releasable_bytes"].get<uint64_t>() + s["stranded_bytes"].get<uint64_t>() +
+              s["private_held_bytes"].get<uint64_t>() ==
+          s["free_bytes"]);
   }
   CHECK(r.json["devices"][0]["segments"][0]["blocks"][0]["site"] == "t.py:9:tiny");
 }

@@ -53,6 +53,17 @@ TEST_CASE("C++ frames and torch frames are skipped for the site but kept (filter
   CHECK(sites.site(snapshot::StackId{0}) == analysis::Sites::kNoStack);
 }
 
+TEST_CASE("autograd nodes are the class whose apply runs, never a helper namespace") {
+  CHECK(analysis::autograd_node("torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor>&&)") ==
+        "MulBackward0");
+  CHECK(analysis::autograd_node(
+            "at::Tensor torch::autograd::generated::details::mul_tensor_backward<at::Tensor>(at::Tensor, at::Tensor)") ==
+        "");
+  CHECK(analysis::autograd_node("torch::autograd::generated::ScaledDotProductEfficientAttentionBackward0::apply(x)") ==
+        "ScaledDotProductEfficientAttentionBackward0");
+  CHECK(analysis::autograd_node("torch::autograd::Engine::thread_main(x)") == "");
+}
+
 TEST_CASE("stacks captured in C++ only are named by their autograd node and ATen operator") {
   snapshot::Snapshot s;
   auto fr = [&](const char* file, const char* name) {
@@ -69,7 +80,8 @@ TEST_CASE("stacks captured in C++ only are named by their autograd node and ATen
   std::vector<snapshot::FrameId> machinery_only = {backward[1], backward[2]};
   auto a = s.stacks.intern(backward), b = s.stacks.intern(op_only), c = s.stacks.intern(machinery_only);
   analysis::Sites sites(s);
-  CHECK(sites.site(a) == "BmmBackward0 (aten::bmm)");
+  CHECK(sites.site(a) == "backward: BmmBackward0");
+  CHECK(sites.traits(a).backward);
   CHECK(sites.site(b) == "aten::bmm");
   // nothing but the allocator: the innermost frame, as the definition's last resort
   CHECK(sites.site(c) == sites.frame_string(backward[1]));

@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/accounting.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
 
@@ -16,11 +16,12 @@ TEST_CASE("totals equal snapgen truth for every fixture, form and compression") 
     CAPTURE(row.file);
     auto loaded = snapshot::load_snapshot(test::testdata("snapgen/" + row.file).string());
     auto truth = test::read_json_file(test::testdata("snapgen/" + row.truth));
-    auto totals = analysis::summarize(loaded.snapshot);
+    analysis::Context ctx(loaded.snapshot);
     const auto& per_device = truth["per_device"];
-    REQUIRE(totals.size() == per_device.size());
-    for (size_t i = 0; i < totals.size(); ++i) {
-      const auto& t = totals[i];
+    REQUIRE(loaded.snapshot.devices.size() == per_device.size());
+    for (size_t i = 0; i < per_device.size(); ++i) {
+      const auto& d = loaded.snapshot.devices[i];
+      auto t = analysis::account(ctx, d);
       const auto& want = per_device[i];
       CAPTURE(t.device);
       CHECK(t.device == int(i));
@@ -28,14 +29,14 @@ TEST_CASE("totals equal snapgen truth for every fixture, form and compression") 
       CHECK(t.allocated_bytes == want["allocated"].get<uint64_t>());
       CHECK(t.active_bytes == want["active"].get<uint64_t>());
       CHECK(t.requested_bytes == want["requested"].get<uint64_t>());
-      CHECK(t.inactive_bytes == want["inactive"].get<uint64_t>());
-      CHECK(t.segments == want["segments"].get<uint64_t>());
+      CHECK(t.external_free_bytes == want["inactive"].get<uint64_t>());
+      CHECK(t.segment_count == want["segments"].get<uint64_t>());
       CHECK(t.largest_free_block_bytes == want["largest_free_block"].get<uint64_t>());
       // The accounting identity holds exactly.
-      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.inactive_bytes == t.reserved_bytes);
+      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.external_free_bytes == t.reserved_bytes);
       CHECK(t.active_bytes - t.allocated_bytes == t.pending_free_bytes);
       if (loaded.snapshot.form == snapshot::Form::Dict && want.contains("trace_entries"))
-        CHECK(t.trace.entries == want["trace_entries"].get<uint64_t>());
+        CHECK(d.trace.size() == want["trace_entries"].get<uint64_t>());
     }
     CHECK(loaded.snapshot.warnings.empty());
   }
@@ -100,14 +101,14 @@ TEST_CASE("a JSON rendering of a snapshot reads like the pickle it came from") {
   auto truth = test::read_json_file(test::testdata("snapgen/train.truth.json"))["per_device"][0];
   CHECK(json.input.encoding == io::Encoding::Json);
   CHECK(json.input.pickle_protocol == -1);
-  auto a = analysis::summarize(json.snapshot);
-  auto b = analysis::summarize(pickle.snapshot);
-  REQUIRE(a.size() == 1);
-  CHECK(a[0].reserved_bytes == truth["reserved"].get<uint64_t>());
-  CHECK(a[0].allocated_bytes == truth["allocated"].get<uint64_t>());
-  CHECK(a[0].requested_bytes == truth["requested"].get<uint64_t>());
-  CHECK(a[0].largest_free_block_bytes == truth["largest_free_block"].get<uint64_t>());
-  CHECK(a[0].trace.entries == b[0].trace.entries);
+  analysis::Context cj(json.snapshot);
+  REQUIRE(json.snapshot.devices.size() == 1);
+  auto a = analysis::account(cj, json.snapshot.devices[0]);
+  CHECK(a.reserved_bytes == truth["reserved"].get<uint64_t>());
+  CHECK(a.allocated_bytes == truth["allocated"].get<uint64_t>());
+  CHECK(a.requested_bytes == truth["requested"].get<uint64_t>());
+  CHECK(a.largest_free_block_bytes == truth["largest_free_block"].get<uint64_t>());
+  CHECK(json.snapshot.devices[0].trace.size() == pickle.snapshot.devices[0].trace.size());
   // frames are interned by content when nothing is shared: the same stacks as the pickle's
   CHECK(json.snapshot.stacks.size() == pickle.snapshot.stacks.size());
   CHECK(json.snapshot.frames.size() == pickle.snapshot.frames.size());

@@ -5,7 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "memsnap/analysis/summary.hpp"
+#include "memsnap/analysis/accounting.hpp"
+#include "memsnap/analysis/analyze.hpp"
 #include "memsnap/analysis/timeline.hpp"
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/snapshot/load.hpp"
@@ -17,18 +18,24 @@ namespace {
 
 struct Built {
   snapshot::Loaded loaded;
-  std::unique_ptr<analysis::Sites> sites;
-  std::vector<analysis::Timeline> timelines;    // one per device
-  std::vector<analysis::TraceAnalysis> traces;  // analyze_trace of the same device
+  std::vector<analysis::Timeline> timelines;       // one per device
+  std::vector<analysis::DeviceAnalysis> traces;    // analyze() of the same device
 };
 
+uint64_t dumped_allocated(const snapshot::Snapshot& s, const snapshot::Device& d) {
+  analysis::Context ctx(s);
+  return analysis::account(ctx, d).allocated_bytes;
+}
+
 Built build(const std::filesystem::path& p, analysis::TimelineOptions opt = {}) {
-  Built b{snapshot::load_snapshot(p.string()), nullptr, {}, {}};
-  b.sites = std::make_unique<analysis::Sites>(b.loaded.snapshot);
-  for (const auto& d : b.loaded.snapshot.devices) {
-    analysis::Replay r(b.loaded.snapshot, d);
-    b.timelines.push_back(analysis::build_timeline(b.loaded.snapshot, d, r, *b.sites, opt));
-    b.traces.push_back(analysis::analyze_trace(b.loaded.snapshot, d, r, *b.sites));
+  Built b{snapshot::load_snapshot(p.string()), {}, {}};
+  analysis::Context ctx(b.loaded.snapshot);
+  analysis::AnalyzeOptions o;
+  o.timeline = opt;
+  auto result = analysis::analyze(ctx, o);
+  for (auto& d : result.devices) {
+    b.timelines.push_back(d.timeline ? *d.timeline : analysis::Timeline{});
+    b.traces.push_back(std::move(d));
   }
   return b;
 }
@@ -88,7 +95,8 @@ TEST_CASE("timeline: the series ends at the dumped totals and is in event order"
       REQUIRE_FALSE(t.points.empty());
       CHECK(t.points.size() <= 200);
       CHECK(t.timed);
-      auto want = analysis::summarize(d);
+      analysis::Context ctx(b.loaded.snapshot);
+      auto want = analysis::account(ctx, d);
       const auto& last = t.points.back();
       CHECK(last.event_index == d.trace.size() - 1);
       CHECK(last.allocated == want.allocated_bytes);
@@ -114,8 +122,8 @@ TEST_CASE("timeline: downsampling keeps the peak and every series' extremes") {
     REQUIRE(f.points.size() == f.events);  // nothing dropped when it fits
     REQUIRE(f.events > 64);
     CHECK(s.points.size() <= 64);
-    REQUIRE(full.traces[0].peak);
-    const auto& peak = *full.traces[0].peak;
+    REQUIRE(full.traces[0].peaks.allocated);
+    const auto& peak = *full.traces[0].peaks.allocated;
     REQUIRE(s.peak);
     CHECK(s.peak->allocated_bytes == peak.allocated_bytes);
     CHECK(s.peak->event_index == peak.event_index);
@@ -216,7 +224,7 @@ TEST_CASE("timeline: the OOM of frag.pickle is marked with the truth's request; 
   CHECK(std::any_of(t.points.begin(), t.points.end(),
                     [&](const auto& p) { return p.event_index == t.ooms[0].event_index; }));
   const auto& it = b.traces[0].iterations;
-  REQUIRE(it.found);
+  REQUIRE(it.found());
   REQUIRE(t.iteration_starts.size() == it.boundaries.size());
   for (size_t k = 0; k < it.boundaries.size(); ++k) CHECK(t.iteration_starts[k].event_index == it.boundaries[k]);
 
@@ -226,19 +234,17 @@ TEST_CASE("timeline: the OOM of frag.pickle is marked with the truth's request; 
 
 TEST_CASE("timeline: a device without trace entries has no points") {
   auto l = snapshot::load_snapshot(test::testdata("snapgen/frag.pickle").string());
-  auto d = l.snapshot.devices[0];
-  d.trace.clear();
-  analysis::Replay r(l.snapshot, d);
-  analysis::Sites sites(l.snapshot);
-  auto t = analysis::build_timeline(l.snapshot, d, r, sites, {});
-  CHECK(t.events == 0);
-  CHECK(t.points.empty());
-  CHECK_FALSE(t.peak.has_value());
+  l.snapshot.devices[0].trace.clear();
+  analysis::Context ctx(l.snapshot);
+  analysis::AnalyzeOptions o;
+  o.timeline = analysis::TimelineOptions{};
+  auto result = analysis::analyze(ctx, o);
+  CHECK_FALSE(result.devices.at(0).timeline.has_value());  // nothing to plot: the CLI says so
 }
 
 TEST_CASE("timeline CSV: header, one row per point, sites sum to allocated") {
   auto b = build(test::testdata("snapgen/devices2.pickle"), opts(100, true, 3));
-  report::TimelineView view{&b.loaded.input, &b.timelines};
+  report::TimelineView view{&b.loaded.input, &b.timelines, std::nullopt};
   std::ostringstream out;
   report::write_timeline_csv(out, view);
   auto rows = parse_csv(out.str());
@@ -264,11 +270,11 @@ TEST_CASE("timeline CSV: header, one row per point, sites sum to allocated") {
   }
   CHECK(devices == std::set<std::string>{"0", "1"});
   // The last row of each device is the dump.
-  CHECK(std::stoull(rows.back()[3]) == analysis::summarize(b.loaded.snapshot.devices[1]).allocated_bytes);
+  CHECK(std::stoull(rows.back()[3]) == dumped_allocated(b.loaded.snapshot, b.loaded.snapshot.devices[1]));
 
   // Without --by-site: exactly the six columns.
   auto plain = build(test::testdata("snapgen/leak.pickle"));
-  report::TimelineView pv{&plain.loaded.input, &plain.timelines};
+  report::TimelineView pv{&plain.loaded.input, &plain.timelines, std::nullopt};
   std::ostringstream po;
   report::write_timeline_csv(po, pv);
   auto prow = parse_csv(po.str());
@@ -296,7 +302,7 @@ TEST_CASE("timeline CSV and SVG: site names with commas, quotes and markup are q
   std::vector<analysis::Timeline> tls = {t};
   snapshot::InputInfo in;
   in.path = "dir/a<b>&c.pickle";
-  report::TimelineView view{&in, &tls};
+  report::TimelineView view{&in, &tls, int64_t{1000}};
 
   std::ostringstream csv;
   report::write_timeline_csv(csv, view);

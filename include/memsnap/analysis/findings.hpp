@@ -1,22 +1,77 @@
-// Findings: what an analysis concluded, in plain words, with the fix.
+// Findings: what the analyses concluded, as kinds with their numbers. The rules that
+// raise them live in findings.cpp (one home, thresholds in FindingThresholds); the
+// words and the fixes are the report's (report/findings_text).
 #pragma once
 
-#include <string>
-#include <vector>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace memsnap::analysis {
 
-enum class Severity { Info, Warning, Critical };
+enum class Severity : uint8_t { Info, Warning, Critical };
+/// "info", "warning", "critical".
 const char* to_string(Severity s);
 
-/// One conclusion. `kind` is a stable identifier scripts can match on
-/// ("stranded_free_memory", "leak_growth", "oom_fragmentation", ...);
-/// `message` states the evidence in numbers; `advice` is the fix.
+enum class FindingKind : uint8_t {
+  // out of memory (one per explained OOM event, by its leading cause)
+  OomFragmentation,
+  OomSegmentRounding,
+  OomLeak,
+  OomExternal,
+  OomCapacity,
+  OomRetryInExcept,
+  // across iterations
+  LeakAutogradHistory,
+  LeakTensorList,
+  LeakGrowth,
+  GrowingWithInput,
+  GrowthUnattributed,
+  // one pass
+  ActivationsKeptWithoutBackward,
+  // the state
+  StrandedFreeMemory,
+  FragmentedPool,
+  ReleasableCache,
+  PendingFree,
+  // the file
+  TraceInconsistent,
+};
+
+/// The stable identifier scripts match on ("oom_fragmentation", "leak_growth", ...).
+const char* to_string(FindingKind k);
+std::optional<FindingKind> finding_kind_from_string(std::string_view s);
+
+/// One conclusion. `index` says which element of its section it is about (the OOM
+/// in DeviceAnalysis::ooms, the pool in Accounting::pools); `bytes` is its headline
+/// amount (stranded, releasable, pending, growth per iteration, kept activations).
 struct Finding {
-  std::string kind;
+  FindingKind kind = FindingKind::TraceInconsistent;
   Severity severity = Severity::Info;
-  std::string message;
-  std::string advice;
+  uint64_t bytes = 0;
+  size_t index = 0;
+};
+
+/// Where every threshold of every finding lives. A state finding is raised only when
+/// both its share of reserved memory and its absolute size pass, so that small or
+/// healthy snapshots stay quiet.
+struct FindingThresholds {
+  double stranded_share = 0.25;           // stranded / reserved: warning
+  double stranded_share_critical = 0.50;  // stranded / reserved: critical
+  uint64_t stranded_min_bytes = 32ull << 20;
+  double releasable_share = 0.25;  // releasable / reserved: info
+  uint64_t releasable_min_bytes = 256ull << 20;
+  double pool_fragmentation = 0.50;   // 1 - largest/stranded of one pool: warning ...
+  double pool_stranded_share = 0.10;  // ... when its stranded bytes are this share of reserved
+  uint64_t pool_stranded_min_bytes = 32ull << 20;
+  double pending_share = 0.10;  // pending free / reserved: info
+  uint64_t pending_min_bytes = 64ull << 20;
+  // growth without a leaking site: over five iterations or more, rising in 70% of
+  // them, adding more than 5% of the peak in all
+  uint64_t growth_min_iterations = 5;
+  double growth_rising_share = 0.7;
+  double growth_share_of_peak = 0.05;
 };
 
 }  // namespace memsnap::analysis

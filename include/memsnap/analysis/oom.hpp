@@ -1,4 +1,23 @@
-// Why an allocation failed: the allocator's state at the out-of-memory event, its cause and the fix.
+// Why an allocation failed: the allocator's state at the out-of-memory event, its
+// causes ranked, and what fixes them.
+//
+// The snapshot is often dumped after the exception unwound and freed the failed
+// step's tensors, so the dumped segments can look healthy. The replay rebuilds the
+// state at the oom event itself. Causes, most direct first:
+//   fragmentation     enough bytes were cached free, but no block on the request's
+//                     stream and pool was large enough (the allocator had already
+//                     released every unsplit cached segment before failing);
+//   segment_rounding  the rounded request would have fit in the device's free
+//                     memory, but what the allocator must map is larger (a whole
+//                     new segment; with expandable segments, whole pages) (ranked
+//                     below capacity when live tensors hold 80% or more of reserved
+//                     plus device-free memory: then the device is full);
+//   leak              live memory grew across iterations up to the OOM;
+//   external          (with --capacity) memory outside this allocator: capacity
+//                     minus device free minus reserved;
+//   capacity          live tensors fill the device.
+// The first kExplainedOoms OOM events of a device are explained in full (each costs
+// one state rebuild); the others are listed with the figures the sweep recorded.
 #pragma once
 
 #include <cstdint>
@@ -6,17 +25,27 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/analysis/findings.hpp"
+#include "memsnap/analysis/accounting.hpp"
+#include "memsnap/analysis/leaks.hpp"
+#include "memsnap/analysis/peak.hpp"
 #include "memsnap/analysis/replay.hpp"
-#include "memsnap/analysis/sites.hpp"
-#include "memsnap/analysis/trace_analysis.hpp"
-#include "memsnap/snapshot/model.hpp"
 
 namespace memsnap::analysis {
 
-struct OomCause {
-  std::string cause;     // fragmentation, capacity, segment_rounding, leak, external
-  std::string evidence;  // the numbers that support it, in words
+enum class OomCause : uint8_t { Fragmentation, SegmentRounding, Leak, External, Capacity };
+/// The stable JSON string: "fragmentation", "segment_rounding", "leak", "external", "capacity".
+const char* to_string(OomCause c);
+
+/// The settings memsnap may advise; never one that is already on.
+enum class OomFix : uint8_t {
+  ExpandableSegments,  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+  MaxSplitSize,        // max_split_size_mb:N
+  FreePinningTensors,  // `del` the pinning tensors earlier
+  MoreHeadroom,        // leave more free memory
+  StopKeeping,         // stop keeping tensors across iterations
+  ExternalMemory,      // look at memory outside PyTorch
+  ReduceLive,          // smaller batch, checkpointing, mixed precision, sharding
+  RetryOutsideExcept,  // retry after the except clause
 };
 
 struct OomReport {
@@ -28,45 +57,65 @@ struct OomReport {
   int device = 0;
   uint64_t stream = 0;
   snapshot::Pool pool = snapshot::Pool::Unknown;
+  bool expandable = false;             // decided under expandable segments
   uint64_t requested_bytes = 0;        // the rounded request the oom event records
-  uint64_t segment_request_bytes = 0;  // the new segment it needed: the message's "Tried to allocate"
+  uint64_t segment_request_bytes = 0;  // what the allocator needed to map: the message's "Tried to allocate"
   std::optional<uint64_t> device_free_bytes;
   std::optional<uint64_t> capacity_bytes;  // --capacity
   uint64_t reserved_bytes = 0, allocated_bytes = 0, active_bytes = 0;
-  uint64_t free_cached_bytes = 0;               // reserved - active
-  uint64_t free_cached_same_pool_bytes = 0;     // in the request's pool and stream
-  uint64_t largest_free_block_bytes = 0;        // in the request's pool and stream
-  uint64_t largest_free_block_any_bytes = 0;    // anywhere on the device
+  uint64_t free_cached_bytes = 0;            // reserved - active
+  uint64_t free_cached_same_pool_bytes = 0;  // in the request's pool and stream
+  uint64_t largest_free_block_bytes = 0;     // in the request's pool and stream
+  uint64_t largest_free_block_any_bytes = 0;  // anywhere on the device
   bool cached_block_could_serve = false;
   /// Upper bound on how far allocated / free figures may be from the truth: blocks
-  /// freed after the OOM left only their requested size in the trace.
+  /// freed after the OOM left only their requested size, and the allocator's rule
+  /// for that size may have handed out a larger block. 0: exact.
   uint64_t approximate_within_bytes = 0;
-  std::string cause;
+  uint64_t estimated_blocks = 0;  // live blocks at the OOM whose size was inferred
+  /// Allocated at the dump minus at the OOM, when the dump holds less: memory the
+  /// program freed after the OOM (the exception unwound), for the last OOM only.
+  uint64_t freed_after_bytes = 0;
   std::vector<OomCause> causes;  // every cause that holds, most direct first
-  std::string message;           // PyTorch's error message, rebuilt from these numbers
+  std::vector<OomFix> fixes;     // most direct first; none already in effect
   std::string site;
   std::vector<std::string> stack;
-  std::vector<SiteBytes> top_sites;      // live at the OOM
-  /// Sites of the live blocks that strand free memory in the request's pool and
-  /// stream; live_bytes holds the bytes they strand (fragmentation's attribution).
-  std::vector<SiteBytes> pinning_sites;
-  std::vector<std::string> advice;
+  std::vector<SiteBytes> top_sites;     // live at the OOM
+  std::vector<PinningSite> pinning_sites;  // pin free memory in the request's pool and stream (top 5)
   bool retry_in_except = false;  // allocations resumed while the failed step's tensors were alive
+  std::string retry_site;
+
+  OomCause cause() const { return causes.front(); }
+};
+
+/// An OOM event beyond the explained ones: the sweep's figures.
+struct OomEvent {
+  uint32_t event_index = 0;
+  std::optional<int64_t> time_us;
+  uint64_t stream = 0;
+  uint64_t requested_bytes = 0;
+  uint64_t device_free_bytes = 0;
+  uint64_t allocated_bytes = 0;
+  uint64_t reserved_bytes = 0;
+  std::string site;
 };
 
 struct OomOptions {
-  std::optional<uint64_t> capacity;      // the device's total memory
+  std::optional<uint64_t> capacity;         // the device's total memory
   std::optional<uint64_t> assumed_request;  // analyse the dump as an OOM of this size (no oom event)
   std::optional<uint64_t> assumed_stream;
 };
 
-/// One report per oom event of the device, oldest first (or one for the dump
-/// when `assumed_request` is set and the trace has no oom event).
-std::vector<OomReport> analyze_ooms(const snapshot::Snapshot& snap, const snapshot::Device& device,
-                                    const Replay& replay, Sites& sites, const TraceAnalysis& trace,
-                                    const OomOptions& options);
+inline constexpr size_t kExplainedOoms = 20;
 
-/// One critical finding per OOM (kind "oom_" + cause), plus the retry-in-except warning.
-std::vector<Finding> oom_findings(const std::vector<OomReport>& ooms);
+struct OomResult {
+  std::vector<OomReport> explained;  // the first kExplainedOoms, oldest first
+  std::vector<OomEvent> more;        // the rest, oldest first
+  uint64_t total = 0;                // oom events of the device (+1 for --oom-size)
+};
+
+/// `dumped` is the dumped device with its accounting; `leaks` the device's leaks.
+OomResult analyze_ooms(const Context& ctx, const snapshot::Device& dumped, const Accounting& dumped_accounting,
+                       const Replay* replay, const std::vector<Leak>& leaks, const OomOptions& options);
 
 }  // namespace memsnap::analysis

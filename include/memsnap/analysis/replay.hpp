@@ -1,4 +1,5 @@
-// Trace replay: the allocator's state at every event of a device's trace.
+// Trace replay: one pass back to the window's start, one forward sweep that records
+// what every analysis needs, and the allocator state at any event from checkpoints.
 //
 // Why it works backwards first. The trace is a ring buffer that usually starts
 // mid-run: blocks freed in the window were allocated before it, blocks live at
@@ -6,56 +7,79 @@
 // list, though, is the exact state after the last event. Undoing the events from
 // the last to the first therefore yields the exact state at the start of the
 // window (which blocks and segments existed, and which of them were pending);
-// replaying forwards from there reproduces every intermediate state and ends,
-// by construction, at the dumped one. Where an event contradicts the state it
-// meets (a free of a block that is not live, an alloc outside every segment),
-// the replay repairs what it must, records the first such event and reports
-// itself inconsistent rather than asserting.
+// sweeping forwards from there reproduces every intermediate state and ends, by
+// construction, at the dumped one. Where an event contradicts the state it meets
+// (a free of a block that is not live, an alloc outside every segment), the replay
+// repairs what it must, records the first such event and reports itself
+// inconsistent rather than asserting.
+//
+// What the forward sweep records. Every block live at some point of the window is
+// one LiveRange: where it begins (its alloc event, or the window's start), where
+// the program freed it (free_requested) and where the allocator took it back
+// (free_completed), or never. Segment events are kept in order. From these, the
+// state after any event is rebuilt without touching the trace again: checkpoints
+// taken every K events (K at least 4096 and at least the number of live blocks,
+// so checkpoints never hold more ids than the trace has events) list the ranges
+// live there; the state after event i is the nearest checkpoint's live ranges
+// still live at i, plus the ranges that began since, plus the segment events
+// since the start. The sweep also keeps the allocated, active and reserved totals
+// at their peaks and at every OOM, and, on request, after every event.
 //
 // Sizes: a block that survives to the dump has its exact size. A block that was
 // allocated and freed inside the window only left its requested size in the
-// trace; its size is then the allocator's rounding of that request (exact unless
-// the large pool handed out a whole block without splitting it, where the true
-// block is up to 1 MiB larger). Such blocks are counted in estimated_blocks().
+// trace; its size is then the allocator's rounding of that request. That is exact
+// in the small pool and under expandable segments (both split any remainder of
+// 512 B or more); in the large pool a block is handed out whole when less than
+// 1 MiB (or, at or above max_split_size, 20 MiB) would remain, so the true block
+// may be larger by up to that much. Such blocks are counted as estimated, and
+// size_uncertainty() bounds the error for a set of them.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "memsnap/analysis/sites.hpp"
 #include "memsnap/snapshot/model.hpp"
+#include "memsnap/util/flat_map.hpp"
 
 namespace memsnap::analysis {
 
-struct ReplayTotals {
+struct Totals {
   uint64_t allocated = 0;  // Σ sizes of allocated blocks
   uint64_t active = 0;     // allocated + pending free
   uint64_t requested = 0;  // Σ requested bytes of allocated blocks
   uint64_t reserved = 0;   // Σ mapped segment bytes
 };
 
-inline constexpr uint32_t kBeforeWindow = 0xFFFFFFFFu;
+/// An event index meaning "before the first event of the window".
+inline constexpr uint32_t kWindowStart = 0xFFFFFFFFu;
+/// An event index meaning "not in the window" (never freed before the dump).
+inline constexpr uint32_t kNever = 0xFFFFFFFEu;
 
-struct LiveAlloc {
+/// One block's life in the window.
+struct LiveRange {
+  uint64_t addr = 0;
   uint64_t size = 0;
   uint64_t requested = 0;
   uint64_t stream = 0;
+  uint64_t allocated_before = 0;  // allocated bytes just before its alloc event (0 for the window start)
   snapshot::StackId stack;
-  uint32_t alloc_event = kBeforeWindow;  // index of its alloc event, or kBeforeWindow
-  bool pending = false;                  // freed by the program, awaiting other streams
+  uint32_t begin = kWindowStart;  // alloc event, or kWindowStart
+  uint32_t freed = kNever;        // free_requested (or free) event: no longer allocated from then on
+  uint32_t end = kNever;          // free_completed (or free) event: no longer active from then on
   bool size_exact = true;
-};
+  bool pending_at_start = false;  // live at the window start as a pending free
 
-struct ReplaySegment {
-  uint64_t end = 0;  // one past the last byte
-  uint64_t stream = 0;
-  snapshot::Pool pool = snapshot::Pool::Unknown;
-  bool expandable = false;
-  int64_t pool_id[2] = {0, 0};
-  snapshot::StackId stack;
+  /// Allocated (not pending) right after event i.
+  bool allocated_at(uint32_t i) const {
+    return !pending_at_start && begins_by(i) && (freed == kNever || freed > i);
+  }
+  /// Allocated or pending right after event i.
+  bool active_at(uint32_t i) const { return begins_by(i) && (end == kNever || end > i); }
+  bool begins_by(uint32_t i) const { return begin == kWindowStart || begin <= i; }
 };
 
 struct ReplayMismatch {
@@ -63,68 +87,107 @@ struct ReplayMismatch {
   std::string what;
 };
 
-class Replay;
+/// Totals after one event, with where it happened.
+struct TotalsAt {
+  uint32_t event = 0;
+  Totals totals;
+};
 
-/// The allocator state at one point of the trace. Cheap to copy at the start.
-class ReplayState {
- public:
-  const ReplayTotals& totals() const { return totals_; }
-  const std::unordered_map<uint64_t, LiveAlloc>& live() const { return live_; }
-  const std::map<uint64_t, ReplaySegment>& segments() const { return segments_; }
-  /// Index of the last event applied (kBeforeWindow at the start of the window).
-  uint32_t position() const { return position_; }
-  /// Applies the next event.
-  void step();
-  /// Live blocks whose size is inferred from their request (see the note on sizes above).
-  uint64_t estimated_live_blocks() const;
-  /// The state as a device model (free gaps between live blocks become inactive
-  /// blocks), so that every analysis of a dumped state runs on it unchanged.
-  snapshot::Device to_device(int index) const;
+struct ReplayOptions {
+  bool record_series = false;  // keep the totals after every event (timeline)
+  /// Fewest events between checkpoints (also at least the live blocks there).
+  size_t checkpoint_events = 4096;
+};
 
- private:
-  friend class Replay;
-  const Replay* replay_ = nullptr;
-  ReplayTotals totals_;
-  std::unordered_map<uint64_t, LiveAlloc> live_;
-  std::map<uint64_t, ReplaySegment> segments_;
-  uint32_t position_ = kBeforeWindow;
+/// A device state rebuilt at one event.
+struct ReplayedState {
+  snapshot::Device device;     // segments and blocks (free gaps as inactive blocks); no trace
+  uint64_t estimated_blocks = 0;     // live blocks whose size was inferred from their request
+  uint64_t size_uncertainty = 0;     // bound on how much larger those blocks may really be
+  Totals totals;
 };
 
 class Replay {
  public:
-  Replay(const snapshot::Snapshot& snap, const snapshot::Device& device);
+  Replay(const Context& ctx, const snapshot::Device& device, const ReplayOptions& options = {});
 
   const snapshot::Device& device() const { return device_; }
   size_t events() const { return device_.trace.size(); }
   bool consistent() const { return !mismatch_.has_value(); }
   const std::optional<ReplayMismatch>& first_mismatch() const { return mismatch_; }
   /// Something was live or reserved before the first event of the window.
-  bool window_starts_mid_run() const;
+  bool window_starts_mid_run() const { return starts_mid_run_; }
+  /// Blocks of the window whose size was inferred from their request.
   uint64_t estimated_blocks() const { return estimated_blocks_; }
-  /// The size of the block of alloc event `index` when it is still live at the dump, else 0.
-  uint64_t surviving_size(uint32_t index) const {
-    auto it = exact_size_.find(index);
-    return it == exact_size_.end() ? 0 : it->second;
-  }
 
-  /// The state before the first event.
-  ReplayState start() const { return start_; }
-  /// The state after event `index` (replays from the start).
-  ReplayState state_after(uint32_t index) const;
+  const Totals& start_totals() const { return start_totals_; }
+  /// Every block live at some point of the window; those live at the start first,
+  /// then by alloc event.
+  const std::vector<LiveRange>& ranges() const { return ranges_; }
+  /// Index into ranges() of the block allocated by alloc event `i`, or nullopt.
+  std::optional<uint32_t> range_of_alloc(uint32_t event) const;
+
+  /// The most allocated bytes after any event (the first such event), and likewise reserved.
+  const std::optional<TotalsAt>& peak_allocated() const { return peak_allocated_; }
+  const std::optional<TotalsAt>& peak_reserved() const { return peak_reserved_; }
+  /// Totals right after every oom event, in order.
+  const std::vector<TotalsAt>& ooms() const { return ooms_; }
+  /// With record_series: allocated, active, reserved after every event.
+  const std::vector<uint64_t>& allocated_series() const { return series_allocated_; }
+  const std::vector<uint64_t>& active_series() const { return series_active_; }
+  const std::vector<uint64_t>& reserved_series() const { return series_reserved_; }
+
+  /// The state right after event `index` (index < events()).
+  ReplayedState state_after(uint32_t index) const;
+  /// The bound on how much larger than estimated a block of this rounded size may be.
+  uint64_t size_slack(uint64_t rounded) const;
 
  private:
-  friend class ReplayState;
-  void undo_all(std::unordered_map<uint64_t, LiveAlloc>& live, std::map<uint64_t, ReplaySegment>& segs);
-  void note(uint32_t event, std::string what);
-  snapshot::Pool guess_pool(uint64_t addr, uint64_t size, uint64_t stream, bool expandable) const;
+  struct Seg {
+    uint64_t end = 0;  // one past the last byte
+    uint64_t stream = 0;
+    snapshot::Pool pool = snapshot::Pool::Unknown;
+    bool expandable = false;
+    int64_t pool_id[2] = {0, 0};
+    snapshot::StackId stack;
+  };
+  using SegMap = std::map<uint64_t, Seg>;
 
-  const snapshot::Snapshot& snap_;
+  void undo(std::vector<LiveRange>& start_live, SegMap& segs);
+  void sweep(const ReplayOptions& options);
+  /// Applies one segment event; returns the change in reserved bytes and, when the
+  /// event contradicts the map, says why in `problem` (if given).
+  int64_t apply_segment_event(SegMap& segs, const snapshot::TraceEvent& e, std::string* problem) const;
+  snapshot::Pool guess_pool(uint64_t addr, uint64_t size, uint64_t stream, bool expandable) const;
+  void note(uint32_t event, std::string what);
+  snapshot::Device to_device(const SegMap& segs, const std::vector<const LiveRange*>& live, uint32_t at) const;
+
+  const Context& ctx_;
   const snapshot::Device& device_;
-  ReplayState start_;
-  std::unordered_map<uint32_t, uint64_t> exact_size_;  // alloc event -> size of a block that survives
-  std::optional<ReplayMismatch> mismatch_;
-  uint64_t estimated_blocks_ = 0;
   bool expandable_ = false;
+  struct Base {
+    uint64_t stream, address;
+    snapshot::Pool pool;
+  };
+  std::vector<Base> expandable_bases_;  // dumped expandable ranges, by (stream, address)
+  std::optional<ReplayMismatch> mismatch_;
+  FlatMap64<uint64_t> exact_size_;  // alloc event -> size of its block, when it survives to the dump
+  bool starts_mid_run_ = false;
+  uint64_t estimated_blocks_ = 0;
+  Totals start_totals_;
+  SegMap start_segments_;
+  std::vector<LiveRange> ranges_;
+  uint32_t first_window_range_ = 0;  // ranges_[first_window_range_..] began in the window, by begin
+  std::vector<uint32_t> segment_events_;  // indices of segment events, in order
+  struct Checkpoint {
+    uint32_t event = 0;                 // state after this event
+    uint32_t first_new_range = 0;       // ranges from here on began after it
+    std::vector<uint32_t> live;         // range ids active after it
+  };
+  std::vector<Checkpoint> checkpoints_;
+  std::optional<TotalsAt> peak_allocated_, peak_reserved_;
+  std::vector<TotalsAt> ooms_;
+  std::vector<uint64_t> series_allocated_, series_active_, series_reserved_;
 };
 
 }  // namespace memsnap::analysis

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/analysis/iterations.hpp"
+#include "memsnap/analysis/peak.hpp"
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/sites.hpp"
-#include "memsnap/analysis/trace_analysis.hpp"
 #include "memsnap/snapshot/model.hpp"
 
 namespace memsnap::analysis {
@@ -23,7 +24,6 @@ struct TimelineOptions {
   size_t max_points = 2000;
   bool by_site = false;
   size_t top_sites = 8;
-  std::string iteration_marker;  // as TraceOptions::iteration_marker
 };
 
 /// The allocator state right after one trace event.
@@ -63,7 +63,7 @@ struct Timeline {
   std::optional<int64_t> first_time_us, last_time_us;
   bool consistent = true;             // the replay met no contradiction
   std::vector<TimelinePoint> points;  // event order, at most max_points
-  std::optional<Peak> peak;           // analyze_trace's peak (most allocated bytes)
+  std::optional<Peak> peak;           // the allocated peak (most allocated bytes)
   std::vector<TimelineEvent> iteration_starts;
   std::vector<TimelineOom> ooms;
   /// With by_site: the top sites by their own peak live bytes, largest first.
@@ -78,10 +78,12 @@ struct Timeline {
   uint64_t site_value(size_t point, size_t column) const { return site_bytes[point * site_columns() + column]; }
 };
 
-/// The series of one device from forward replays of its trace. An empty trace
-/// gives a timeline without points.
-Timeline build_timeline(const snapshot::Snapshot& snap, const snapshot::Device& device, const Replay& replay,
-                        Sites& sites, const TimelineOptions& options = {});
+/// The series of one device from its replay (recorded with ReplayOptions::record_series),
+/// with the peak and the iterations the analysis found. Site bytes come from the
+/// replay's live ranges, not from another pass over the trace. An empty trace gives
+/// a timeline without points.
+Timeline build_timeline(const Context& ctx, const Replay& replay, const std::optional<Peak>& peak,
+                        const Iterations& iterations, const TimelineOptions& options = {});
 
 /// Which of `n` events to keep so that at most `max_points` remain: per bucket of
 /// consecutive events, those where any of the series is lowest or highest, plus

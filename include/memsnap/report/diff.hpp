@@ -1,4 +1,4 @@
-// Rendering of `memsnap diff`: a text table for people, one JSON document for scripts.
+// Printing `memsnap diff`: a text table for people, one JSON document for scripts.
 #pragma once
 
 #include <ostream>
@@ -6,14 +6,12 @@
 
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/report/analyze.hpp"
-#include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::report {
 
 struct DiffView {
-  const snapshot::Loaded* before = nullptr;
-  const snapshot::Loaded* after = nullptr;
-  const std::vector<analysis::DeviceDiff>* devices = nullptr;
+  Source before, after;
+  const std::vector<analysis::DeviceDiff>& devices;
   size_t top = 20;  // site rows in the text table (JSON lists them all)
 };
 

@@ -1,6 +1,7 @@
 // Rendering of `memsnap timeline`: a self-contained SVG picture, or the same series as CSV.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -12,6 +13,8 @@ namespace memsnap::report {
 struct TimelineView {
   const snapshot::InputInfo* input = nullptr;
   const std::vector<analysis::Timeline>* timelines = nullptr;  // one per plotted device
+  /// The origin of every "+time": the first trace event in the file, as `analyze` uses.
+  std::optional<int64_t> origin_us;
 };
 
 struct SvgOptions {

@@ -1,5 +1,5 @@
-// `analyze --fits SIZE [--stream S]`, and running the fragmentation analyses for `analyze`.
-#include "analyze_fragmentation.hpp"
+// `analyze --fits SIZE [--stream S]`: parsed and checked before the snapshot is loaded.
+#include "fits_option.hpp"
 
 #include <charconv>
 

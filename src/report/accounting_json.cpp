@@ -1,5 +1,5 @@
-// JSON of the fragmentation, fits, findings and allocator-settings sections (field names are a contract).
-#include "fragmentation_report.hpp"
+// JSON of the accounting (`fragmentation`), fits and allocator-settings sections (field names are a contract).
+#include "sections.hpp"
 
 namespace memsnap::report::detail {
 
@@ -22,7 +22,7 @@ Json settings_json(const snapshot::AllocatorSettings& s) {
           {"roundup_power2_divisions", std::move(divisions)}};
 }
 
-Json fragmentation_json(const analysis::Fragmentation& f) {
+Json accounting_json(const analysis::Accounting& f) {
   Json j;
   j["regime"] = analysis::to_string(f.regime);
   j["reserved_bytes"] = f.reserved_bytes;
@@ -36,6 +36,9 @@ Json fragmentation_json(const analysis::Fragmentation& f) {
   j["releasable_segments"] = f.releasable_segments;
   j["stranding_segments"] = f.stranding_segments;
   j["pinning_blocks"] = f.pinning_blocks;
+  j["private_held_bytes"] = f.private_held_bytes;
+  j["empty_cache_bytes"] = f.empty_cache_bytes();
+  j["empty_cache_pending_bytes"] = f.empty_cache_pending_bytes;
   Json pools = Json::array();
   for (const auto& p : f.pools) {
     Json hist = Json::array();
@@ -52,23 +55,29 @@ Json fragmentation_json(const analysis::Fragmentation& f) {
                      {"releasable_bytes", p.releasable_bytes},
                      {"stranded_bytes", p.stranded_bytes},
                      {"fragmentation", p.fragmentation},
+                     {"largest_stranded_block_bytes", p.largest_stranded_block_bytes},
+                     {"private_held_bytes", p.private_held_bytes},
+                     {"allocated_bytes", p.allocated_bytes},
+                     {"blocks", p.blocks},
                      {"histogram", std::move(hist)}});
   }
   j["pools"] = std::move(pools);
   Json sites = Json::array();
-  for (const auto& s : f.pinning_sites)
-    sites.push_back({{"site", s.site},
-                     {"stack", s.stack},
-                     {"callers", s.callers},
-                     {"live_bytes", s.live_bytes},
-                     {"stranded_bytes", s.stranded_bytes},
-                     {"blocks", s.blocks},
-                     {"segments", s.segments},
-                     {"example_block", {{"address", s.example_address},
-                                        {"size_bytes", s.example_size},
-                                        {"stranded_bytes", s.example_stranded_bytes}}}});
+  for (const auto& s : f.pinning_sites) sites.push_back(pinning_site_json(s));
   j["pinning_sites"] = std::move(sites);
   return j;
+}
+
+Json pinning_site_json(const analysis::PinningSite& s) {
+  return {{"site", s.site},
+          {"stack", s.stack},
+          {"callers", s.callers},
+          {"live_bytes", s.live_bytes},
+          {"stranded_bytes", s.stranded_bytes},
+          {"blocks", s.blocks},
+          {"segments", s.segments},
+          {"example_block",
+           {{"address", s.example_address}, {"size_bytes", s.example_size}, {"stranded_bytes", s.example_stranded_bytes}}}};
 }
 
 Json fits_json(const analysis::FitsAnswer& a) {
@@ -95,11 +104,6 @@ Json fits_json(const analysis::FitsAnswer& a) {
   j["grows_block_address"] = opt_u(a.grows_block_address);
   j["grows_block_bytes"] = opt_u(a.grows_block_bytes);
   return j;
-}
-
-void add_device_sections_json(Json& d, const AnalyzeView& v, size_t i) {
-  if (v.fragmentation) d["fragmentation"] = fragmentation_json((*v.fragmentation)[i]);
-  if (v.fits) d["fits"] = fits_json((*v.fits)[i]);
 }
 
 }  // namespace memsnap::report::detail

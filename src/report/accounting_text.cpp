@@ -1,4 +1,4 @@
-// Text of the fragmentation, fits, findings and allocator-settings sections (80 columns, numbers right-aligned).
+// Text of the accounting ("free memory by cause"), --fits and allocator-settings sections.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -6,9 +6,9 @@
 #include <ostream>
 #include <vector>
 
-#include "fragmentation_report.hpp"
 #include "memsnap/analysis/allocator_rules.hpp"
 #include "memsnap/util/units.hpp"
+#include "sections.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report::detail {
@@ -16,7 +16,6 @@ namespace memsnap::report::detail {
 namespace {
 
 // The same columns as the totals rows of `analyze`, so the numbers line up.
-constexpr size_t kLabel = 36, kBytes = 17, kHuman = 13;
 constexpr size_t kTopSites = 5;  // pinning sites shown in text (JSON lists all)
 
 void row(std::ostream& out, const std::string& label, uint64_t bytes) {
@@ -49,7 +48,7 @@ std::string heading(const std::string& text, const TextStyle& style) {
   return style.color ? "\033[1m" + text + "\033[0m" : text;
 }
 
-std::string regime_line(const analysis::Fragmentation& f) {
+std::string regime_line(const analysis::Accounting& f) {
   switch (f.regime) {
     case analysis::Regime::Classic:
       return "classic segments: cudaFree returns a segment only when all of it is free";
@@ -73,7 +72,7 @@ std::string pool_label(snapshot::Pool pool, const int64_t pool_id[2]) {
 
 void write_settings_text(std::ostream& out, const snapshot::AllocatorSettings& s, const TextStyle& style) {
   if (!s.present) return;
-  std::string conf = s.alloc_conf.empty() ? "(empty: defaults)" : "\"" + s.alloc_conf + "\"";
+  std::string conf = s.alloc_conf.empty() ? "(empty: defaults)" : "\"" + term(s.alloc_conf, 512) + "\"";
   std::string divisions;
   for (const auto& [bucket, div] : s.roundup_power2_divisions)
     if (div != 0) divisions += (divisions.empty() ? "" : " ") + std::to_string(bucket) + "M:" + std::to_string(div);
@@ -86,7 +85,7 @@ void write_settings_text(std::ostream& out, const snapshot::AllocatorSettings& s
       << wrap_block(text, size_t(std::max(style.width, 40)), 2) << '\n';
 }
 
-void write_fragmentation_text(std::ostream& out, const analysis::Fragmentation& f, const TextStyle& style) {
+void write_accounting_text(std::ostream& out, const analysis::Accounting& f, const TextStyle& style) {
   const size_t width = size_t(std::max(style.width, 40));
   if (f.segment_count == 0) return;
   out << '\n' << "  " << heading("free memory by cause", style) << '\n';
@@ -96,7 +95,17 @@ void write_fragmentation_text(std::ostream& out, const analysis::Fragmentation& 
   row(out, "  pending (awaiting other streams)", f.pending_free_bytes);
   row(out, "  external (cached free blocks)", f.external_free_bytes);
   row(out, "    releasable (empty_cache frees)", f.releasable_bytes);
-  row(out, "    stranded (pinned by live blocks)", f.stranded_bytes);
+  row(out, "    stranded (pinned by allocations)", f.stranded_bytes);
+  if (f.private_held_bytes) row(out, "    held by private pools", f.private_held_bytes);
+  if (f.empty_cache_pending_bytes)
+    out << wrap_block("torch.cuda.empty_cache() would return " + human_bytes(f.empty_cache_bytes()) +
+                          " in all: the releasable bytes and " + human_bytes(f.empty_cache_pending_bytes) +
+                          " of pending frees in segments with no allocated block (it waits for their streams first)",
+                      width, 4);
+  if (f.private_held_bytes)
+    out << wrap_block("private pools (CUDA graphs, MemPool) keep their free blocks until the graph or pool is "
+                      "destroyed; empty_cache() does not return them before",
+                      width, 4);
 
   // Per pool and stream.
   size_t pool_w = 7, stream_w = 8;
@@ -106,15 +115,16 @@ void write_fragmentation_text(std::ostream& out, const analysis::Fragmentation& 
   }
   out << '\n'
       << "  " << pad_right("pool", pool_w) << pad_right("stream", stream_w) << pad_left("segs", 6)
-      << pad_left("reserved", 12) << pad_left("free", 12) << pad_left("largest", 12) << pad_left("frag", 7) << '\n';
+      << pad_left("reserved", 12) << pad_left("free", 12) << pad_left("stranded", 12) << pad_left("frag", 7) << '\n';
   for (const auto& p : f.pools)
     out << "  " << pad_right(pool_label(p.pool, p.pool_id), pool_w) << pad_right(stream_name(p.stream), stream_w)
         << pad_left(with_commas(p.segments), 6) << pad_left(human_bytes(p.reserved_bytes), 12)
-        << pad_left(human_bytes(p.free_bytes), 12) << pad_left(human_bytes(p.largest_free_block_bytes), 12)
+        << pad_left(human_bytes(p.free_bytes), 12) << pad_left(human_bytes(p.stranded_bytes), 12)
         << pad_left(fixed2(p.fragmentation), 7) << '\n';
-  out << wrap_block("frag = 1 - largest free block / free bytes (0: one free block; near 1: free bytes in many small "
-              "pieces; 0 when nothing is free)",
-              width, 2);
+  out << wrap_block("frag = 1 - largest stranded free block / stranded bytes: how split up the free memory is that "
+                    "stays cached (the allocator returns whole free segments to CUDA before it reports an OOM); 0 "
+                    "when nothing is stranded",
+                    width, 2);
 
   bool any_free = std::any_of(f.pools.begin(), f.pools.end(), [](const auto& p) { return !p.histogram.empty(); });
   if (any_free) {
@@ -131,33 +141,36 @@ void write_fragmentation_text(std::ostream& out, const analysis::Fragmentation& 
   }
 
   if (!f.pinning_sites.empty()) {
-    out << '\n' << "  " << heading("pinning sites", style) << ": live blocks in segments holding stranded memory\n";
-    out << wrap_block(f.regime == analysis::Regime::Classic      ? "(a segment's stranded bytes are shared equally by its live blocks)"
-                : f.regime == analysis::Regime::Expandable ? "(a page's stranded bytes are shared equally by the live "
-                                                             "blocks on that page)"
-                                                           : "(stranded bytes are shared equally by the live blocks of "
-                                                             "their classic segment, or of their expandable page)",
-                width, 2);
+    out << '\n' << "  " << heading("pinning sites", style) << ": allocated blocks in segments holding stranded memory\n";
+    out << wrap_block(f.regime == analysis::Regime::Classic
+                          ? "(a segment's stranded bytes are shared equally by its allocated blocks; pending frees, "
+                            "awaiting other streams (record_stream), pin nothing)"
+                      : f.regime == analysis::Regime::Expandable
+                          ? "(a page's stranded bytes are shared equally by the allocated blocks on that page; "
+                            "pending frees pin nothing)"
+                          : "(stranded bytes are shared equally by the allocated blocks of their classic segment, or "
+                            "of their expandable page; pending frees pin nothing)",
+                      width, 2);
     const size_t site_w = width >= 80 ? width - 4 - 8 - 12 - 12 : 38;
     out << "    " << pad_right("site", site_w) << pad_left("blocks", 8) << pad_left("live", 12)
         << pad_left("stranded", 12) << '\n';
     size_t shown = std::min(kTopSites, f.pinning_sites.size());
     for (size_t i = 0; i < shown; ++i) {
       const auto& s = f.pinning_sites[i];
-      std::string numbers =
-          pad_left(with_commas(s.blocks), 8) + pad_left(human_bytes(s.live_bytes), 12) + pad_left(human_bytes(s.stranded_bytes), 12);
-      if (s.site.size() < site_w) {
-        out << "    " << pad_right(s.site, site_w) << numbers << '\n';
-      } else {  // a long (often C++) name: on its own line, cut to the width (JSON has it whole)
-        std::string site = s.site.size() > width - 4 ? s.site.substr(0, width - 7) + "..." : s.site;
-        out << "    " << site << '\n' << "    " << std::string(site_w, ' ') << numbers << '\n';
+      std::string numbers = pad_left(with_commas(s.blocks), 8) + pad_left(human_bytes(s.live_bytes), 12) +
+                            pad_left(human_bytes(s.stranded_bytes), 12);
+      std::string site = shorten_left(term(s.site), site_w - 1);
+      if (display_width(site) < site_w) {
+        out << "    " << pad_right(site, site_w) << numbers << '\n';
+      } else {  // a long (often C++) name: on its own line, wrapped (JSON has it whole)
+        out << wrap_block(term(s.site, 512), width, 4) << "    " << std::string(site_w, ' ') << numbers << '\n';
       }
       out << "      e.g. " << human_bytes(s.example_size) << " at " << hex(s.example_address) << " strands "
           << human_bytes(s.example_stranded_bytes) << '\n';
       if (!s.callers.empty()) {
         std::string chain = "called from";
-        for (size_t k = 0; k < s.callers.size(); ++k) chain += (k ? " < " : " ") + s.callers[k];
-        if (chain.size() > width - 6) chain = chain.substr(0, width - 9) + "...";
+        for (size_t k = 0; k < s.callers.size(); ++k) chain += (k ? " < " : " ") + term(s.callers[k], 256);
+        if (display_width(chain) > width - 6) chain = chain.substr(0, width - 9) + "...";
         out << "      " << chain << '\n';
       }
     }
@@ -243,11 +256,6 @@ void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const Tex
   if (a.private_pools_free_bytes)
     notes += human_bytes(a.private_pools_free_bytes) + " free in private pools (CUDA graphs, MemPool) is not used. ";
   if (!notes.empty()) out << wrap_block(notes, width, 4);
-}
-
-void write_device_sections_text(std::ostream& out, const AnalyzeView& v, size_t i, const TextStyle& style) {
-  if (v.fragmentation) write_fragmentation_text(out, (*v.fragmentation)[i], style);
-  if (v.fits) write_fits_text(out, (*v.fits)[i], style);
 }
 
 }  // namespace memsnap::report::detail

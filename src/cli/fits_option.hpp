@@ -1,4 +1,4 @@
-// `analyze --fits SIZE [--stream S]` and the fragmentation analyses that `analyze` runs.
+// `analyze --fits SIZE [--stream S]`: the option pair and its parsing.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -6,10 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/analysis/findings.hpp"
 #include "memsnap/analysis/fits.hpp"
-#include "memsnap/analysis/fragmentation.hpp"
-#include "memsnap/report/analyze.hpp"
 
 namespace memsnap::cli {
 

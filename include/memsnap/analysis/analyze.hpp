@@ -1,0 +1,103 @@
+// The one place that decides which analyses run: analyze(snapshot, options) returns
+// a value with everything a report prints, per device.
+//
+//   load (snapshot/) -> analyze (here) -> print (report/)
+//
+// Per selected device: the state described (the dump, or the replay at --at), its
+// accounting, --fits, and, when the device has a trace, one Replay (one pass back to
+// the window's start and one forward sweep) from which the peaks, iterations, leaks,
+// OOMs and timeline are read. Findings are raised last, by findings.cpp's rules.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memsnap/analysis/accounting.hpp"
+#include "memsnap/analysis/findings.hpp"
+#include "memsnap/analysis/fits.hpp"
+#include "memsnap/analysis/iterations.hpp"
+#include "memsnap/analysis/leaks.hpp"
+#include "memsnap/analysis/oom.hpp"
+#include "memsnap/analysis/peak.hpp"
+#include "memsnap/analysis/replay.hpp"
+#include "memsnap/analysis/sites.hpp"
+#include "memsnap/analysis/timeline.hpp"
+
+namespace memsnap::analysis {
+
+struct AnalyzeOptions {
+  std::optional<int> device;         // --device: only this one (must exist)
+  std::optional<uint64_t> at;        // --at INDEX: describe the state right after this event
+  std::optional<int64_t> at_time;    // --at-time US: ... after the last event at or before this time
+  bool trace = true;                 // peaks, iterations, leaks, OOMs (off for `segments`)
+  IterationOptions iterations;
+  OomOptions oom;
+  std::optional<FitsQuery> fits;
+  size_t top_sites = 10;
+  std::optional<TimelineOptions> timeline;  // build a timeline per device
+  FindingThresholds thresholds;
+};
+
+/// Where the described state was taken when it is not the dump (--at).
+struct AtPoint {
+  uint32_t event_index = 0;
+  std::optional<int64_t> time_us;
+  uint64_t estimated_blocks = 0;  // live blocks whose size the replay inferred from their request
+};
+
+struct TraceSummary {
+  uint64_t entries = 0;
+  std::optional<int64_t> first_time_us;  // of the first entry that has one
+  std::optional<int64_t> last_time_us;
+  bool consistent = true;
+  std::optional<ReplayMismatch> first_mismatch;
+  bool window_starts_mid_run = false;
+  uint64_t estimated_blocks = 0;
+};
+
+struct DeviceAnalysis {
+  int device = 0;
+  bool unused = false;  // no segments and no trace events
+  std::optional<AtPoint> at;
+  Accounting accounting;  // of state()
+  std::vector<uint32_t> segment_order;  // state()'s segments, worst first (segments_worst_first)
+  std::optional<FitsAnswer> fits;
+  TraceSummary trace;
+  Peaks peaks;
+  Iterations iterations;
+  std::optional<Structure> structure;
+  std::vector<Leak> leaks;
+  std::vector<GrowingSite> growing;
+  OomResult ooms;
+  std::optional<Timeline> timeline;
+  std::vector<Finding> findings;  // most urgent first
+
+  /// The state the totals, accounting and --fits describe.
+  const snapshot::Device& state() const { return replayed_ ? *replayed_ : *dumped_; }
+  const snapshot::Device& dumped() const { return *dumped_; }
+
+ private:
+  friend struct Analyzer;
+  const snapshot::Device* dumped_ = nullptr;
+  std::shared_ptr<const snapshot::Device> replayed_;
+};
+
+struct AnalyzeResult {
+  std::vector<DeviceAnalysis> devices;  // the selected devices, by index
+  /// The earliest trace time in the file: the origin of every "+time" in reports.
+  std::optional<int64_t> time_origin_us;
+  /// Oddities the analyses met (a block whose requested size exceeds its size).
+  std::vector<std::string> warnings;
+};
+
+/// Analyses the snapshot `ctx` holds. Throws UsageError when --device names no
+/// device of the snapshot or --at / --at-time no event of its trace.
+AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& options);
+
+/// The findings of one analysed device, most urgent first (the rules of findings.cpp).
+std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& device, const FindingThresholds& t);
+
+}  // namespace memsnap::analysis

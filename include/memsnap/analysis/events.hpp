@@ -1,0 +1,49 @@
+// The trace as a list: the events around an OOM, the peak or any index, each with
+// the allocator's totals right after it (what users otherwise open PyTorch's
+// `_memory_viz.py trace` for).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memsnap/analysis/sites.hpp"
+#include "memsnap/snapshot/model.hpp"
+
+namespace memsnap::analysis {
+
+struct EventsOptions {
+  /// "oom" (the first OOM event), "peak" (the allocated peak), or an event index;
+  /// empty: from the first event.
+  std::string around;
+  size_t count = 40;    // events listed (centred on `around`)
+  bool stacks = false;  // the whole filtered stack of each event
+};
+
+struct EventRow {
+  uint32_t index = 0;
+  std::optional<int64_t> time_us;
+  snapshot::Action action = snapshot::Action::Unknown;
+  std::string action_name;  // as the file spells it ("alloc", "segment_map", or an unknown one)
+  uint64_t size = 0;
+  std::optional<uint64_t> address;      // absent for oom
+  std::optional<uint64_t> device_free;  // oom only
+  uint64_t stream = 0;
+  std::string site;
+  std::vector<std::string> stack;  // with EventsOptions::stacks
+  uint64_t allocated_after = 0, reserved_after = 0;
+};
+
+struct DeviceEvents {
+  int device = 0;
+  uint64_t entries = 0;
+  std::optional<uint32_t> center;  // the event `around` named
+  std::string center_what;         // "oom", "peak", "index"
+  std::vector<EventRow> rows;
+};
+
+/// Throws UsageError when `around` names no event (no OOM, an index out of range).
+DeviceEvents list_events(const Context& ctx, const snapshot::Device& device, const EventsOptions& options);
+
+}  // namespace memsnap::analysis

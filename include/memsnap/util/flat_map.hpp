@@ -1,0 +1,106 @@
+// An open-addressing hash map from 64-bit keys (addresses, ids) to small values:
+// one flat array, linear probing on a seeded mix of the key, deletion by backward
+// shift (no tombstones), so lookups stay short however the map churns. Used where
+// node-based std::unordered_map would allocate per entry on hot paths.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "memsnap/util/hash.hpp"
+
+namespace memsnap {
+
+template <class V>
+class FlatMap64 {
+ public:
+  FlatMap64() { rehash(16); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  V* find(uint64_t key) {
+    size_t i = home(key);
+    for (;;) {
+      Slot& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.key == key) return &s.value;
+      i = (i + 1) & mask_;
+    }
+  }
+  const V* find(uint64_t key) const { return const_cast<FlatMap64*>(this)->find(key); }
+  bool contains(uint64_t key) const { return find(key) != nullptr; }
+
+  /// Inserts (key, value) unless the key is present; returns the value slot and whether it was inserted.
+  std::pair<V*, bool> try_emplace(uint64_t key, const V& value) {
+    if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
+    size_t i = home(key);
+    for (;;) {
+      Slot& s = slots_[i];
+      if (!s.used) {
+        s.used = true;
+        s.key = key;
+        s.value = value;
+        ++size_;
+        return {&s.value, true};
+      }
+      if (s.key == key) return {&s.value, false};
+      i = (i + 1) & mask_;
+    }
+  }
+  V& operator[](uint64_t key) { return *try_emplace(key, V{}).first; }
+
+  /// Removes the key; false when absent.
+  bool erase(uint64_t key) {
+    size_t i = home(key);
+    for (;;) {
+      if (!slots_[i].used) return false;
+      if (slots_[i].key == key) break;
+      i = (i + 1) & mask_;
+    }
+    // Backward shift: pull later entries of the probe run into the hole.
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
+      size_t h = home(slots_[j].key);
+      if (((j - h) & mask_) >= ((j - hole) & mask_)) {  // the hole lies on j's probe path
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole].used = false;
+    --size_;
+    return true;
+  }
+
+  template <class F>
+  void for_each(F f) const {
+    for (const Slot& s : slots_)
+      if (s.used) f(s.key, s.value);
+  }
+
+  void clear() { rehash(16); }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    V value{};
+    bool used = false;
+  };
+  size_t home(uint64_t key) const { return static_cast<size_t>(mix64(key)) & mask_; }
+  void rehash(size_t n) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(n, Slot{});
+    mask_ = n - 1;
+    size_ = 0;
+    for (const Slot& s : old)
+      if (s.used) try_emplace(s.key, s.value);
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace memsnap

@@ -1,0 +1,139 @@
+// analyze(): which analyses run, in which order, on which state.
+#include "memsnap/analysis/analyze.hpp"
+
+#include <algorithm>
+
+#include "memsnap/util/error.hpp"
+#include "memsnap/util/units.hpp"
+
+namespace memsnap::analysis {
+
+namespace {
+
+std::string hex(uint64_t v) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  do {
+    out.insert(out.begin(), digits[v & 15]);
+    v >>= 4;
+  } while (v);
+  return "0x" + out;
+}
+
+TraceSummary summarize_trace(const snapshot::Device& d) {
+  TraceSummary t;
+  t.entries = d.trace.size();
+  for (const auto& e : d.trace)
+    if (e.has_time()) {
+      t.first_time_us = e.time_us;
+      break;
+    }
+  for (size_t i = d.trace.size(); i-- > 0;)
+    if (d.trace[i].has_time()) {
+      t.last_time_us = d.trace[i].time_us;
+      break;
+    }
+  return t;
+}
+
+// The event --at / --at-time names on one device.
+std::optional<uint32_t> resolve_at(const AnalyzeOptions& o, const snapshot::Device& d) {
+  const auto& tr = d.trace;
+  if (o.at) {
+    if (tr.empty() || *o.at >= tr.size())
+      throw UsageError("--at " + std::to_string(*o.at) + ": device " + std::to_string(d.index) + " has " +
+                       std::to_string(tr.size()) + " trace entries (valid indices 0 to " +
+                       (tr.empty() ? std::string("none") : std::to_string(tr.size() - 1)) + ")");
+    return static_cast<uint32_t>(*o.at);
+  }
+  if (o.at_time) {
+    std::optional<uint32_t> last;
+    for (uint32_t i = 0; i < tr.size(); ++i)
+      if (tr[i].has_time() && tr[i].time_us <= *o.at_time) last = i;
+    if (!last)
+      throw UsageError("--at-time " + std::to_string(*o.at_time) + ": device " + std::to_string(d.index) +
+                       " has no trace entry at or before that time");
+    return last;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct Analyzer {
+  static DeviceAnalysis device(const Context& ctx, const snapshot::Device& d, const AnalyzeOptions& o) {
+    DeviceAnalysis out;
+    out.device = d.index;
+    out.dumped_ = &d;
+    out.unused = d.segments.empty() && d.trace.empty();
+    out.trace = summarize_trace(d);
+    out.trace.window_starts_mid_run = !d.segments.empty();  // without a trace, anything dumped predates it
+    std::optional<uint32_t> at = resolve_at(o, d);
+    std::optional<Replay> replay;
+    if (!d.trace.empty() && (o.trace || at || o.timeline)) {
+      ReplayOptions ro;
+      ro.record_series = o.timeline.has_value();
+      replay.emplace(ctx, d, ro);
+      out.trace.consistent = replay->consistent();
+      out.trace.first_mismatch = replay->first_mismatch();
+      out.trace.window_starts_mid_run = replay->window_starts_mid_run();
+      out.trace.estimated_blocks = replay->estimated_blocks();
+    }
+    if (at) {
+      ReplayedState st = replay->state_after(*at);
+      const auto& e = d.trace[*at];
+      out.at = AtPoint{*at, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt, st.estimated_blocks};
+      out.replayed_ = std::make_shared<const snapshot::Device>(std::move(st.device));
+    }
+    out.accounting = account(ctx, out.state());
+    out.segment_order = segments_worst_first(out.state(), out.accounting);
+    if (o.fits) out.fits = would_fit(out.state(), ctx.snap.settings, *o.fits);
+    if (o.trace || o.timeline) {
+      if (replay) {
+        out.peaks = find_peaks(ctx, *replay, o.top_sites);
+        IterationResult it = find_iterations(ctx, d, *replay, o.iterations);
+        out.iterations = std::move(it.iterations);
+        out.structure = std::move(it.structure);
+      }
+    }
+    if (o.trace) {
+      if (replay) {
+        LeakResult lr = find_leaks(ctx, d, *replay, out.iterations);
+        out.leaks = std::move(lr.leaks);
+        out.growing = std::move(lr.growing);
+      }
+      // The OOM analysis compares with the dump, whatever state --at describes.
+      std::optional<Accounting> dumped_accounting;
+      if (out.at) dumped_accounting = account(ctx, d);
+      out.ooms = analyze_ooms(ctx, d, dumped_accounting ? *dumped_accounting : out.accounting,
+                              replay ? &*replay : nullptr, out.leaks, o.oom);
+    }
+    if (o.timeline && replay) out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);
+    out.findings = raise_findings(ctx, out, o.thresholds);
+    return out;
+  }
+};
+
+AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& o) {
+  const auto& snap = ctx.snap;
+  if (o.device && !snap.device(*o.device))
+    throw UsageError("--device " + std::to_string(*o.device) + ": the snapshot has no such device");
+  AnalyzeResult result;
+  for (const auto& d : snap.devices)
+    for (const auto& e : d.trace)
+      if (e.has_time()) {
+        if (!result.time_origin_us || e.time_us < *result.time_origin_us) result.time_origin_us = e.time_us;
+        break;
+      }
+  for (const auto& d : snap.devices) {
+    if (o.device && d.index != *o.device) continue;
+    result.devices.push_back(Analyzer::device(ctx, d, o));
+    for (const auto& c : result.devices.back().accounting.clamped)
+      result.warnings.push_back("device " + std::to_string(d.index) + ": block at " + hex(c.address) +
+                                " requests " + with_commas(c.stated_requested) + " bytes, more than its size " +
+                                with_commas(c.size) + ": counted as " + with_commas(c.size));
+  }
+  return result;
+}
+
+}  // namespace memsnap::analysis

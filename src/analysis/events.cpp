@@ -1,0 +1,73 @@
+// Trace events around a point, with the totals after each from one replay.
+#include "memsnap/analysis/events.hpp"
+
+#include <charconv>
+
+#include "memsnap/analysis/replay.hpp"
+#include "memsnap/util/error.hpp"
+
+namespace memsnap::analysis {
+
+using snapshot::Action;
+
+DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const EventsOptions& o) {
+  DeviceEvents out;
+  out.device = d.index;
+  out.entries = d.trace.size();
+  if (d.trace.empty()) {
+    if (!o.around.empty() && o.around != "oom" && o.around != "peak")
+      throw UsageError("--around " + o.around + ": device " + std::to_string(d.index) + " has no trace entries");
+    return out;
+  }
+  ReplayOptions ro;
+  ro.record_series = true;
+  Replay replay(ctx, d, ro);
+  const uint32_t n = static_cast<uint32_t>(d.trace.size());
+  if (o.around == "oom") {
+    if (replay.ooms().empty()) return out;  // no OOM on this device: nothing to list
+    out.center = replay.ooms().front().event;
+    out.center_what = "oom";
+  } else if (o.around == "peak") {
+    out.center = replay.peak_allocated()->event;
+    out.center_what = "peak";
+  } else if (!o.around.empty()) {
+    uint64_t v = 0;
+    auto r = std::from_chars(o.around.data(), o.around.data() + o.around.size(), v);
+    if (r.ec != std::errc() || r.ptr != o.around.data() + o.around.size())
+      throw UsageError("--around " + o.around + ": expected oom, peak or an event index");
+    if (v >= n)
+      throw UsageError("--around " + o.around + ": device " + std::to_string(d.index) + " has " + std::to_string(n) +
+                       " trace entries (valid indices 0 to " + std::to_string(n - 1) + ")");
+    out.center = static_cast<uint32_t>(v);
+    out.center_what = "index";
+  }
+  size_t count = std::max<size_t>(1, o.count);
+  uint32_t first = 0;
+  if (out.center) {
+    // The centre and what led to it: three quarters of the rows before it.
+    size_t before = count - 1 - (count - 1) / 4;
+    first = *out.center > before ? static_cast<uint32_t>(*out.center - before) : 0;
+  }
+  uint32_t last = static_cast<uint32_t>(std::min<uint64_t>(n, uint64_t(first) + count));
+  if (out.center && last - first < count && first > 0) first = last > count ? static_cast<uint32_t>(last - count) : 0;
+  for (uint32_t i = first; i < last; ++i) {
+    const auto& e = d.trace[i];
+    EventRow row;
+    row.index = i;
+    if (e.has_time()) row.time_us = e.time_us;
+    row.action = e.action;
+    row.action_name = snapshot::to_string(e.action);
+    row.size = e.size;
+    if (e.action == Action::Oom) row.device_free = e.device_free();
+    else row.address = e.addr;
+    row.stream = e.stream;
+    row.site = e.stack.v ? ctx.sites.site(e.stack) : std::string();
+    if (o.stacks) row.stack = ctx.sites.stack(e.stack);
+    row.allocated_after = replay.allocated_series()[i];
+    row.reserved_after = replay.reserved_series()[i];
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,495 @@
+// Iterations from annotations, markers or a repeating allocation sequence, claimed
+// only with the evidence the header lists; structure otherwise.
+#include "memsnap/analysis/iterations.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "memsnap/util/hash.hpp"
+
+namespace memsnap::analysis {
+
+using snapshot::Action;
+using snapshot::StackId;
+
+namespace {
+
+template <class T>
+T median(std::vector<T> v) {
+  if (v.empty()) return T{};
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+/// The allocations of the window, in event order (ranges that began in it).
+struct Alloc {
+  uint32_t event;
+  uint32_t range;
+  uint64_t symbol;  // the stack, or the size for allocations without one
+};
+
+std::vector<Alloc> window_allocs(const Replay& replay) {
+  std::vector<Alloc> out;
+  const auto& ranges = replay.ranges();
+  for (uint32_t id = 0; id < ranges.size(); ++id) {
+    const LiveRange& r = ranges[id];
+    if (r.begin == kWindowStart) continue;
+    uint64_t symbol = r.stack.v != 0 ? r.stack.v : (uint64_t{1} << 63) | r.requested;
+    out.push_back({r.begin, id, symbol});
+  }
+  return out;
+}
+
+using Occurrences = std::unordered_map<uint64_t, std::vector<size_t>, SeededHash>;
+
+// How periodic the allocation sequence is with period p: the share of
+// allocations whose stack is allocated again about one period later (within a
+// tenth of it, so steps of slightly different length still match), over the
+// best suffix of the window spanning at least three periods. Evaluated on at
+// most 20000 evenly spread allocations.
+struct Periodicity {
+  double ratio = 0;
+  size_t steady_from = 0;  // allocation index where the periodic part starts
+};
+
+Periodicity periodicity(const std::vector<Alloc>& a, const Occurrences& occurrences, size_t p) {
+  size_t n = a.size();
+  Periodicity out;
+  if (n < 3 * p) return out;
+  size_t slack = std::max<size_t>(1, p / 10);
+  size_t limit = n - p;
+  size_t stride = std::max<size_t>(1, limit / 20000);
+  std::vector<std::pair<size_t, bool>> hits;  // (position, repeats)
+  for (size_t i = 0; i < limit; i += stride) {
+    const auto& occ = occurrences.at(a[i].symbol);
+    auto it = std::lower_bound(occ.begin(), occ.end(), i + p - std::min(slack, p - 1));
+    hits.emplace_back(i, it != occ.end() && *it <= i + p + slack);
+  }
+  std::vector<size_t> suffix(hits.size() + 1, 0);
+  for (size_t k = hits.size(); k-- > 0;) suffix[k] = suffix[k + 1] + hits[k].second;
+  std::vector<std::pair<size_t, double>> starts;  // (position, ratio from there on)
+  for (size_t part = 0; part < 16; ++part) {
+    size_t k = hits.size() * part / 16;
+    if (k >= hits.size() || n - hits[k].first < 3 * p) break;
+    starts.emplace_back(hits[k].first, double(suffix[k]) / double(hits.size() - k));
+    out.ratio = std::max(out.ratio, starts.back().second);
+  }
+  for (auto [pos, r] : starts)  // the earliest start that is nearly as periodic as the best one
+    if (r >= out.ratio - 0.03) {
+      out.steady_from = pos;
+      break;
+    }
+  return out;
+}
+
+struct Repeat {
+  size_t period = 0;       // allocations per repetition
+  size_t steady_from = 0;  // allocation index
+  double ratio = 0;
+  std::vector<uint32_t> boundaries;  // event indices
+};
+
+// The repeating allocation sequence, or nullopt (with the reason in `it`).
+std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Replay& replay, Iterations& it) {
+  size_t n = allocs.size();
+  if (n < 8) {
+    it.reason = NoIterations::TooFewAllocations;
+    return std::nullopt;
+  }
+  Occurrences occurrences;
+  for (size_t i = 0; i < n; ++i) occurrences[allocs[i].symbol].push_back(i);
+  // Candidate periods: the most frequent gaps between consecutive allocations of a
+  // stack, and the most common per-stack median gaps (a stack allocated once per
+  // step votes for the step even when per-layer stacks dominate the raw gaps).
+  std::unordered_map<uint64_t, size_t, SeededHash> gaps, medians;
+  for (const auto& [sym, occ] : occurrences) {
+    if (occ.size() < 2) continue;
+    std::vector<size_t> g;
+    for (size_t k = 1; k < occ.size(); ++k) {
+      size_t d = occ[k] - occ[k - 1];
+      if (d >= 2 && d <= n / 2) ++gaps[d], g.push_back(d);
+    }
+    if (g.size() >= 2) ++medians[median(g)];
+  }
+  auto top = [](const std::unordered_map<uint64_t, size_t, SeededHash>& m, size_t k) {
+    std::vector<std::pair<size_t, size_t>> v(m.begin(), m.end());  // (gap, count)
+    std::sort(v.begin(), v.end(),
+              [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+    if (v.size() > k) v.resize(k);
+    return v;
+  };
+  std::vector<std::pair<size_t, size_t>> cand = top(gaps, 32);
+  for (auto& c : top(medians, 32)) cand.push_back(c);
+  std::sort(cand.begin(), cand.end());
+  cand.erase(std::unique(cand.begin(), cand.end(), [](auto& a, auto& b) { return a.first == b.first; }), cand.end());
+  double best = 0;
+  std::vector<std::pair<size_t, Periodicity>> scored;
+  for (auto [p, count] : cand) {
+    Periodicity r = periodicity(allocs, occurrences, p);
+    scored.emplace_back(p, r);
+    best = std::max(best, r.ratio);
+  }
+  it.allocations = n;
+  Repeat rep;
+  for (auto [p, r] : scored)
+    if (r.ratio >= 0.8 && r.ratio >= best - 0.005) {
+      rep.period = p;
+      rep.steady_from = r.steady_from;
+      rep.ratio = r.ratio;
+      break;
+    }
+  it.match_ratio = rep.period ? rep.ratio : best;
+  if (rep.period == 0) {
+    it.reason = scored.empty() ? NoIterations::NoRepeat : NoIterations::WeakRepeat;
+    return std::nullopt;
+  }
+  it.period_allocations = rep.period;
+  it.steady_from = rep.steady_from;
+  // Anchor the repetitions on a stack allocated once per period (robust to steps of
+  // slightly different length), choosing the one met when memory is lowest: the
+  // start of a step, after the previous one freed its activations. Judged on the
+  // steady part; the anchor's earlier occurrences still open repetitions.
+  const auto& ranges = replay.ranges();
+  double expected = double(n - rep.steady_from) / double(rep.period);
+  const std::vector<size_t>* anchor = nullptr;
+  double lowest = 0;
+  for (const auto& [sym, occ] : occurrences) {
+    auto first = std::lower_bound(occ.begin(), occ.end(), rep.steady_from);
+    size_t count = size_t(occ.end() - first);
+    if (count < 2 || double(count) < 0.8 * expected || double(count) > 1.2 * expected) continue;
+    size_t regular = 0;
+    for (auto k = first + 1; k != occ.end(); ++k) {
+      size_t g = *k - *(k - 1);
+      regular += g * 10 >= rep.period * 7 && g * 10 <= rep.period * 13;
+    }
+    if (regular * 10 < (count - 1) * 9) continue;
+    double mean = 0;
+    for (size_t i : occ) mean += double(ranges[allocs[i].range].allocated_before);
+    mean /= double(occ.size());
+    if (!anchor || mean < lowest || (mean == lowest && occ.front() < anchor->front())) anchor = &occ, lowest = mean;
+  }
+  if (anchor) {
+    for (size_t i : *anchor) rep.boundaries.push_back(allocs[i].event);
+  } else {
+    size_t phase = 0;
+    double low = -1;
+    for (size_t ph = rep.steady_from; ph < rep.steady_from + rep.period; ++ph) {
+      double sum = 0;
+      size_t k = 0;
+      for (size_t i = ph; i < n; i += rep.period, ++k) sum += double(ranges[allocs[i].range].allocated_before);
+      if (low < 0 || sum / double(k) < low) low = sum / double(k), phase = ph;
+    }
+    for (size_t i = phase; i < n; i += rep.period) rep.boundaries.push_back(allocs[i].event);
+  }
+  return rep;
+}
+
+// The allocations between two boundaries: [lo, hi) indices into allocs.
+std::pair<size_t, size_t> unit(const std::vector<Alloc>& allocs, uint32_t from, uint32_t to) {
+  auto lo = std::lower_bound(allocs.begin(), allocs.end(), from, [](const Alloc& a, uint32_t e) { return a.event < e; });
+  auto hi = std::lower_bound(lo, allocs.end(), to, [](const Alloc& a, uint32_t e) { return a.event < e; });
+  return {size_t(lo - allocs.begin()), size_t(hi - allocs.begin())};
+}
+
+// The median share of a repetition's requested bytes still allocated when the next
+// one starts: a training step frees most of what it allocates; the layers of one
+// forward pass keep their activations for backward.
+double kept_share(const std::vector<Alloc>& allocs, const Replay& replay, const std::vector<uint32_t>& b) {
+  std::vector<double> shares;
+  for (size_t k = 0; k + 1 < b.size(); ++k) {
+    auto [lo, hi] = unit(allocs, b[k], b[k + 1]);
+    uint64_t total = 0, kept = 0;
+    for (size_t j = lo; j < hi; ++j) {
+      const LiveRange& r = replay.ranges()[allocs[j].range];
+      total += r.requested;
+      if (r.freed == kNever || r.freed >= b[k + 1]) kept += r.requested;
+    }
+    if (total) shares.push_back(double(kept) / double(total));
+  }
+  return median(shares);
+}
+
+// The frames every repetition runs inside: per depth from the outermost, the
+// Python frame (user or torch) that 97% of the repetitions' allocations share.
+// Stacks without Python frames (the autograd engine's threads) do not vote.
+std::vector<snapshot::FrameId> common_chain(const Context& ctx, const std::vector<Alloc>& allocs, size_t lo,
+                                            size_t hi, const Replay& replay) {
+  const auto& snap = ctx.snap;
+  std::unordered_map<uint32_t, std::vector<snapshot::FrameId>, SeededHash> chains;  // per stack, outermost first
+  std::vector<const std::vector<snapshot::FrameId>*> voters;
+  size_t step = std::max<size_t>(1, (hi - lo) / 4096);
+  for (size_t j = lo; j < hi; j += step) {
+    StackId st = replay.ranges()[allocs[j].range].stack;
+    auto [it, inserted] = chains.try_emplace(st.v);
+    if (inserted) {
+      for (auto f : snap.stacks[st]) {
+        std::string_view file = snap.strings[snap.frames[f].filename];
+        FrameKind kind = classify_frame(file);
+        if ((kind == FrameKind::User || kind == FrameKind::Torch) && !is_noise_frame(file, snap.strings[snap.frames[f].name]))
+          it->second.push_back(f);
+      }
+      std::reverse(it->second.begin(), it->second.end());
+    }
+    if (!it->second.empty()) voters.push_back(&it->second);
+  }
+  std::vector<snapshot::FrameId> out;
+  for (size_t depth = 0; !voters.empty(); ++depth) {
+    std::unordered_map<uint32_t, size_t, SeededHash> count;
+    for (auto* c : voters)
+      if (depth < c->size()) ++count[(*c)[depth].v];
+    uint32_t best = 0;
+    size_t best_n = 0;
+    for (auto [f, k] : count)
+      if (k > best_n || (k == best_n && f < best)) best = f, best_n = k;
+    if (best_n * 100 < voters.size() * 97) break;
+    out.push_back(snapshot::FrameId{best});
+  }
+  return out;
+}
+
+// PyTorch's own step annotations (record_function): each optimizer step or
+// profiler step closes one training iteration.
+bool step_annotation(std::string_view name) {
+  return name.rfind("Optimizer.step#", 0) == 0 || name.rfind("ProfilerStep#", 0) == 0;
+}
+
+// The first event at or after each time (times sorted), in one pass.
+std::vector<uint32_t> events_at_times(const snapshot::Device& d, const std::vector<int64_t>& times, bool strictly_after) {
+  std::vector<uint32_t> out;
+  size_t e = 0;
+  for (int64_t t : times) {
+    while (e < d.trace.size() &&
+           (!d.trace[e].has_time() || (strictly_after ? d.trace[e].time_us <= t : d.trace[e].time_us < t)))
+      ++e;
+    if (e < d.trace.size() && (out.empty() || out.back() != e)) out.push_back(static_cast<uint32_t>(e));
+  }
+  return out;
+}
+
+// Iteration boundaries from step annotations; false when the file has none.
+bool annotation_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d, Iterations& it) {
+  std::vector<int64_t> ends;
+  bool any = false;
+  for (const auto& a : snap.annotations) {
+    std::string_view n = snap.strings[a.name];
+    if (a.device != d.index || !step_annotation(n)) continue;
+    any = true;
+    if (snap.strings[a.stage] == "END" && a.time_us != snapshot::TraceEvent::kNoTime) {
+      ends.push_back(a.time_us);
+      if (it.name.empty()) it.name = std::string(n);
+    }
+  }
+  if (!any) return false;
+  std::sort(ends.begin(), ends.end());
+  it.annotations = ends.size();
+  // An iteration starts after each step's end that falls inside the trace.
+  it.boundaries = events_at_times(d, ends, true);
+  it.method = IterationMethod::Annotation;
+  if (it.name.empty()) it.name = "Optimizer.step";
+  if (it.boundaries.size() < 2) it.reason = NoIterations::FewAnnotations;
+  return true;
+}
+
+void marker_boundaries(const Context& ctx, const snapshot::Device& d, const std::string& marker, Iterations& it) {
+  const auto& snap = ctx.snap;
+  it.name = marker;
+  it.method = IterationMethod::Marker;
+  // A record_function annotation of that name: each START opens an iteration.
+  std::vector<int64_t> starts;
+  for (const auto& a : snap.annotations)
+    if (a.device == d.index && snap.strings[a.name] == marker && snap.strings[a.stage] != "END" &&
+        a.time_us != snapshot::TraceEvent::kNoTime)
+      starts.push_back(a.time_us);
+  if (!starts.empty()) {
+    std::sort(starts.begin(), starts.end());
+    it.boundaries = events_at_times(d, starts, false);
+  } else {
+    // "file.py:LINE": each allocation at that site opens an iteration. A bare
+    // function name: each run of allocations whose site is in that function.
+    bool by_site = marker.find(':') != std::string::npos;
+    bool prev = false;
+    for (uint32_t i = 0; i < d.trace.size(); ++i) {
+      const auto& e = d.trace[i];
+      if (e.action != Action::Alloc) continue;
+      const std::string& site = ctx.sites.site(e.stack);
+      bool m = by_site ? site.rfind(marker, 0) == 0 && (site.size() == marker.size() || site[marker.size()] == ':')
+                       : site.size() > marker.size() &&
+                             site.compare(site.size() - marker.size(), marker.size(), marker) == 0 &&
+                             site[site.size() - marker.size() - 1] == ':';
+      if (m && (by_site || !prev)) it.boundaries.push_back(i);
+      prev = m;
+    }
+  }
+  if (it.boundaries.size() < 2) it.reason = NoIterations::MarkerNotFound;
+}
+
+// Whether the repetitions are whole steps (see the header); fills the reason and
+// the structure when they are not.
+bool judge_repeat(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay, const Repeat& rep,
+                  Iterations& it, std::optional<Structure>& structure) {
+  const auto& b = rep.boundaries;
+  const auto& ranges = replay.ranges();
+  auto [lo, hi] = unit(allocs, b.front(), UINT32_MAX);
+  Structure s;
+  s.repeats = b.size();
+  s.period_allocations = rep.period;
+  s.first_event = b.front();
+  s.last_event = static_cast<uint32_t>(replay.events() - 1);
+  for (const auto& a : allocs) s.backward_seen = s.backward_seen || ctx.sites.traits(ranges[a.range].stack).backward;
+  for (size_t j = lo; j < hi; ++j) {
+    const LiveRange& r = ranges[allocs[j].range];
+    if (r.freed == kNever) s.kept_bytes += r.size;
+  }
+  // The frames common to the complete repetitions (the tail after the last boundary
+  // may hold other work): the innermost user frame among them is the loop's line.
+  std::vector<snapshot::FrameId> chain = common_chain(ctx, allocs, lo, unit(allocs, b.back(), UINT32_MAX).first, replay);
+  for (auto f : chain)
+    if (classify_frame(ctx.snap.strings[ctx.snap.frames[f].filename]) == FrameKind::User)
+      s.loop_site = ctx.sites.frame_string(f);
+  auto as_structure = [&](NoIterations why) {
+    it.reason = why;
+    structure = s;
+    return false;
+  };
+  if (b.size() < 2) {
+    it.reason = NoIterations::OneBoundary;
+    return false;
+  }
+  it.kept_share = s.kept_share = kept_share(allocs, replay, b);
+  s.keeps_activations = s.kept_share > 0.5;
+  // A loop inside one step (the optimizer visiting each parameter) repeats too,
+  // but only over part of the trace.
+  if ((allocs.size() - rep.steady_from) * 10 < allocs.size() * 6) return as_structure(NoIterations::PartialRepeat);
+  if (s.keeps_activations) return as_structure(NoIterations::KeepsActivations);
+  // Backward work in nearly every repetition, the optimizer in the repeating part: training.
+  size_t with_backward = 0;
+  bool optimizer = false;
+  for (size_t k = 0; k < b.size(); ++k) {
+    auto [ulo, uhi] = unit(allocs, b[k], k + 1 < b.size() ? b[k + 1] : UINT32_MAX);
+    bool backward = false;
+    for (size_t j = ulo; j < uhi; ++j) {
+      const StackTraits& t = ctx.sites.traits(ranges[allocs[j].range].stack);
+      backward = backward || t.backward;
+      optimizer = optimizer || t.optimizer;
+    }
+    with_backward += backward;
+  }
+  // Frees carry the optimizer's frames too (zero_grad, in-place steps that allocate nothing).
+  for (uint32_t i = b.front(); i < replay.events() && !optimizer; ++i) {
+    const auto& e = replay.device().trace[i];
+    if (e.action != Action::Alloc && e.stack.v != 0) optimizer = ctx.sites.traits(e.stack).optimizer;
+  }
+  if (with_backward * 10 >= b.size() * 8) {
+    if (optimizer) {
+      it.method = IterationMethod::TrainingLoop;
+      return true;
+    }
+    return as_structure(NoIterations::NoOptimizer);
+  }
+  // No backward: whole passes of an inference loop, or the layers of one module:
+  // a module call outside the loop's own line means every repetition runs inside it.
+  size_t loop = chain.size();
+  for (size_t k = 0; k < chain.size(); ++k)
+    if (classify_frame(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]) == FrameKind::User) loop = k;
+  for (size_t k = 0; k < loop && loop < chain.size(); ++k)
+    if (std::string_view(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]).find("torch/nn/modules/module.py") !=
+        std::string_view::npos)
+      return as_structure(NoIterations::InsideOneCall);
+  // The repetitions must span the trace: what follows the last boundary is one
+  // repetition, or the start of another, never an epilogue of other work.
+  size_t tail = hi - unit(allocs, b.back(), UINT32_MAX).first;
+  size_t tail_start = hi - tail;
+  size_t matched = 0, judged = 0;
+  for (size_t j = tail_start; j < hi; ++j) {
+    if (j < rep.period) break;
+    ++judged;
+    matched += allocs[j].symbol == allocs[j - rep.period].symbol;
+  }
+  if (tail > rep.period + rep.period / 2 || judged == 0 || matched * 10 < judged * 8)
+    return as_structure(NoIterations::NoBackwardWork);
+  it.method = IterationMethod::InferenceLoop;
+  return true;
+}
+
+}  // namespace
+
+std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<uint32_t>& events) {
+  // Changes to allocated bytes at each event, from the ranges; then one merge walk.
+  std::vector<std::pair<uint32_t, int64_t>> changes;
+  for (const LiveRange& r : replay.ranges()) {
+    if (r.pending_at_start) continue;
+    if (r.begin != kWindowStart) changes.emplace_back(r.begin, static_cast<int64_t>(r.size));
+    if (r.freed != kNever) changes.emplace_back(r.freed, -static_cast<int64_t>(r.size));
+  }
+  std::sort(changes.begin(), changes.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<uint64_t> out;
+  out.reserve(events.size());
+  uint64_t level = replay.start_totals().allocated;
+  size_t c = 0;
+  for (uint32_t e : events) {
+    while (c < changes.size() && changes[c].first < e) level += static_cast<uint64_t>(changes[c++].second);
+    out.push_back(level);
+  }
+  return out;
+}
+
+IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, const Replay& replay,
+                                const IterationOptions& options) {
+  IterationResult result;
+  Iterations& it = result.iterations;
+  if (d.trace.empty()) {
+    it.reason = NoIterations::NoTrace;
+    return result;
+  }
+  std::vector<Alloc> allocs = window_allocs(replay);
+  it.allocations = allocs.size();
+  it.reason = NoIterations::Claimed;
+  if (!options.marker.empty()) {
+    marker_boundaries(ctx, d, options.marker, it);
+  } else if (!annotation_boundaries(ctx.snap, d, it)) {
+    std::optional<Repeat> rep = detect_repeat(allocs, replay, it);
+    if (!rep) return result;
+    it.boundaries = rep->boundaries;
+    if (!judge_repeat(ctx, allocs, replay, *rep, it, result.structure)) {
+      it.boundaries.clear();
+      return result;
+    }
+  }
+  if (it.reason != NoIterations::Claimed || it.boundaries.size() < 2) {
+    if (it.reason == NoIterations::Claimed) it.reason = NoIterations::OneBoundary;
+    it.boundaries.clear();
+    it.method = it.method == IterationMethod::Annotation || it.method == IterationMethod::Marker ? it.method
+                                                                                                 : IterationMethod::None;
+    return result;
+  }
+  std::vector<uint64_t> ev_gaps;
+  std::vector<int64_t> us_gaps;
+  for (size_t k = 1; k < it.boundaries.size(); ++k) {
+    ev_gaps.push_back(it.boundaries[k] - it.boundaries[k - 1]);
+    const auto& a = d.trace[it.boundaries[k - 1]];
+    const auto& b = d.trace[it.boundaries[k]];
+    int64_t gap = 0;
+    if (a.has_time() && b.has_time() && !__builtin_sub_overflow(b.time_us, a.time_us, &gap)) us_gaps.push_back(gap);
+  }
+  it.count = it.boundaries.size();
+  it.period_events = median(ev_gaps);
+  if (us_gaps.size() == ev_gaps.size()) it.period_us = double(median(us_gaps));
+  std::vector<uint64_t> level_u = allocated_before(replay, it.boundaries);
+  std::vector<double> level(level_u.begin(), level_u.end());
+  // Theil-Sen: the median of the slopes between every pair of iterations, so
+  // one-off allocations (optimizer state in the first step) do not bend it.
+  std::vector<double> sample;
+  size_t step = std::max<size_t>(1, level.size() / 400);
+  for (size_t j = 0; j < level.size(); j += step) sample.push_back(level[j]);
+  std::vector<double> slopes;
+  for (size_t a = 0; a < sample.size(); ++a)
+    for (size_t b = a + 1; b < sample.size(); ++b) slopes.push_back((sample[b] - sample[a]) / double((b - a) * step));
+  it.growth_bytes_per_iteration = median(slopes);
+  size_t rising = 0;
+  for (size_t j = 1; j < level.size(); ++j) rising += level[j] > level[j - 1];
+  it.rising_share = level.size() > 1 ? double(rising) / double(level.size() - 1) : 0;
+  return result;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,419 @@
+// Findings, OOM causes, fixes and iteration verdicts in words, with the fixes the
+// seed documents and PyTorch's docs give.
+#include "words.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "memsnap/analysis/allocator_rules.hpp"
+#include "memsnap/util/units.hpp"
+#include "text_util.hpp"
+
+namespace memsnap::report::detail {
+
+using namespace analysis;
+
+namespace {
+
+std::string pct(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "0%";
+  return std::to_string(static_cast<int>(std::lround(100.0 * double(part) / double(whole)))) + "%";
+}
+
+std::string pct(double r) { return std::to_string(int(std::lround(r * 100))) + "%"; }
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return with_commas(n) + " " + (n == 1 ? one : many);
+}
+
+std::string per_iter(double b) { return human_bytes(uint64_t(std::llround(std::max(0.0, b)))) + " per iteration"; }
+
+std::string pool_name(const PoolAccount& p) {
+  std::string s = std::string("the ") + snapshot::to_string(p.pool) + " pool";
+  if (p.is_private())
+    s = std::string("private pool (") + std::to_string(p.pool_id[0]) + ", " + std::to_string(p.pool_id[1]) + ") " +
+        snapshot::to_string(p.pool);
+  return s + " on stream " + stream_name(p.stream);
+}
+
+std::string site_list(const std::vector<SiteBytes>& s, size_t n, uint64_t base) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < n; ++i)
+    out += (i ? ", " : "") + s[i].site + " " + human_bytes(s[i].live_bytes) + " (" + pct(s[i].live_bytes, base) + ")";
+  return out;
+}
+
+constexpr const char* kFreeEarlier =
+    "free the pinning tensors earlier: `del x` as soon as a tensor is no longer needed (don't hold onto tensors "
+    "you don't need), or keep temporaries inside a function so they go out of scope";
+
+Words leak_words(FindingKind kind, const DeviceAnalysis& d, uint64_t growth) {
+  LeakPattern want = kind == FindingKind::LeakAutogradHistory ? LeakPattern::AutogradHistory
+                     : kind == FindingKind::LeakTensorList    ? LeakPattern::TensorList
+                                                              : LeakPattern::Unclassified;
+  std::string tiny, largest;
+  double sum = 0;
+  size_t tiny_n = 0;
+  for (const auto& l : d.leaks) {
+    if (l.pattern != want) continue;
+    sum += l.growth_bytes_per_iteration;
+    if (want == LeakPattern::AutogradHistory && l.tiny) {
+      if (tiny_n++ < 3) tiny += (tiny.empty() ? "" : " and ") + l.site;
+    } else if (largest.empty()) {
+      largest = l.site;
+    }
+  }
+  if (largest.empty()) largest = tiny;
+  // One growth figure: the iterations line's trend, when memory grows overall.
+  std::string head = growth > 0 ? "Memory grows by " + per_iter(double(growth)) + " over " +
+                                      plural(d.iterations.count, "iteration", "iterations")
+                                : "Across " + plural(d.iterations.count, "iteration", "iterations");
+  std::string kept = " These sites keep " + per_iter(sum) + ".";
+  Words w;
+  switch (want) {
+    case LeakPattern::AutogradHistory:
+      w.message = head + ": tiny tensors from " + tiny + " are kept every iteration together with the forward "
+                  "activations of their graph" + (largest.empty() || largest == tiny ? "" : " (largest from " + largest + ")") +
+                  "." + kept + " This is accumulating autograd history across the training loop (e.g. `total_loss += loss`).";
+      w.advice = "Accumulate a Python number instead: `total_loss += loss.item()` or `float(loss)` (or "
+                 "`loss.detach()`), so each step's graph can be freed.";
+      break;
+    case LeakPattern::TensorList:
+      w.message = head + ": tensors allocated at " + largest + " are kept alive from every iteration, as a list or "
+                  "other container that grows would keep them." + kept;
+      w.advice = "Keep Python numbers (`.item()`), or `.detach().cpu()` copies, instead of GPU tensors; `del` "
+                 "references you no longer need.";
+      break;
+    case LeakPattern::Unclassified:
+      w.message = head + ": allocations at " + largest + " survive from iteration after iteration; memsnap cannot "
+                  "tell from the trace which reference keeps them (see `leaks` for the evidence)." + kept;
+      w.advice = "Find what holds these tensors across steps (lists, caches, attributes on `self`, accumulated "
+                 "losses) and `del` them or keep `.item()` values instead.";
+      break;
+  }
+  return w;
+}
+
+}  // namespace
+
+std::string cause_evidence(OomCause cause, const OomReport& r, const std::vector<Leak>& leaks) {
+  const uint64_t rounded = r.requested_bytes;
+  std::string where = "stream " + stream_name(r.stream) + " in the " + snapshot::to_string(r.pool) + " pool";
+  switch (cause) {
+    case OomCause::Fragmentation: {
+      std::string ev = human_bytes(r.free_cached_bytes) + " of reserved memory was cached free, more than the " +
+                       human_bytes(rounded) + " request, but the largest free block on " + where + " was " +
+                       human_bytes(r.largest_free_block_bytes) + ".";
+      if (r.free_cached_same_pool_bytes < rounded)
+        ev += " Most of the free memory sat in another pool or on another stream (" +
+              human_bytes(r.free_cached_same_pool_bytes) + " on " + where + "), where requests cannot reuse it.";
+      if (!r.pinning_sites.empty()) {
+        ev += " The free blocks are pinned in their segments by live tensors from ";
+        for (size_t i = 0; i < r.pinning_sites.size() && i < 3; ++i)
+          ev += (i ? ", " : "") + r.pinning_sites[i].site + " (" + human_bytes(r.pinning_sites[i].live_bytes) +
+                " live, stranding " + human_bytes(r.pinning_sites[i].stranded_bytes) + ")";
+        ev += ".";
+      }
+      return ev;
+    }
+    case OomCause::SegmentRounding: {
+      std::string what = r.expandable
+                             ? human_bytes(r.segment_request_bytes) + " of new pages for it (expandable segments map " +
+                                   (r.pool == snapshot::Pool::Small ? "2 MiB" : "20 MiB") + " pages in the " +
+                                   snapshot::to_string(r.pool) + " pool)"
+                             : "a " + human_bytes(r.segment_request_bytes) + " segment for it" +
+                                   (rounded < rules::kMinLargeAlloc && rounded > rules::kSmallSize
+                                        ? " (every request between 1 MiB and 10 MiB gets a 20 MiB segment)"
+                                        : "");
+      return "The " + human_bytes(rounded) + " request would have fit in the " + human_bytes(*r.device_free_bytes) +
+             " the device had free, but the allocator must map " + what + ".";
+    }
+    case OomCause::Leak: {
+      std::string ev = "Live memory grew across iterations up to the OOM: ";
+      for (size_t i = 0; i < leaks.size() && i < 3; ++i)
+        ev += (i ? ", " : "") + leaks[i].site + " (+" + per_iter(leaks[i].growth_bytes_per_iteration) + ")";
+      return ev + ".";
+    }
+    case OomCause::External: {
+      uint64_t used = *r.capacity_bytes > *r.device_free_bytes ? *r.capacity_bytes - *r.device_free_bytes : 0;
+      uint64_t outside = used > r.reserved_bytes ? used - r.reserved_bytes : 0;
+      return "Of the device's " + human_bytes(*r.capacity_bytes) + ", " + human_bytes(*r.device_free_bytes) +
+             " was free and PyTorch's caching allocator reserved " + human_bytes(r.reserved_bytes) + ": " +
+             human_bytes(outside) + " (" + pct(outside, *r.capacity_bytes) +
+             ") is held outside it (the CUDA context, NCCL and cuBLAS workspaces, other libraries or other processes).";
+    }
+    case OomCause::Capacity: {
+      uint64_t base = r.capacity_bytes ? *r.capacity_bytes : r.reserved_bytes;
+      std::string of = r.capacity_bytes ? "of the device" : "of reserved memory";
+      std::string ev = "Live tensors hold " + human_bytes(r.allocated_bytes) + " (" + pct(r.allocated_bytes, base) + " " +
+                       of + "); only " + human_bytes(r.free_cached_bytes) + " was cached free";
+      if (r.device_free_bytes) ev += " and the device had " + human_bytes(*r.device_free_bytes) + " free";
+      if (!r.top_sites.empty()) ev += ". Largest holders: " + site_list(r.top_sites, 3, base);
+      return ev + ".";
+    }
+  }
+  return "";
+}
+
+std::string fix_words(OomFix fix, const OomReport& r) {
+  switch (fix) {
+    case OomFix::ExpandableSegments:
+      return "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator then grows segments page by page "
+             "instead of caching split ones and creating whole new segments.";
+    case OomFix::MaxSplitSize:
+      return "Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N so large cached blocks are not split.";
+    case OomFix::FreePinningTensors:
+      return "Free the tensors that pin the fragmented memory earlier (`del`), e.g. those from " +
+             (r.pinning_sites.empty() ? std::string("the pinning sites") : r.pinning_sites.front().site) + ".";
+    case OomFix::MoreHeadroom:
+      return "Leave more headroom: expandable segments are already on, so the request needs whole free pages.";
+    case OomFix::StopKeeping:
+      return "Stop keeping tensors across iterations: accumulate `loss.item()` or `float(loss)`, `del` what you no "
+             "longer need, run evaluation under `torch.no_grad()`.";
+    case OomFix::ExternalMemory:
+      return "Look for other processes on the GPU (nvidia-smi), and memory allocated outside PyTorch's caching "
+             "allocator (NCCL buffers: NCCL_BUFFSIZE; cuBLAS workspaces: CUBLAS_WORKSPACE_CONFIG).";
+    case OomFix::ReduceLive:
+      return "Reduce what is live at once: a smaller batch or sequence, activation checkpointing "
+             "(torch.utils.checkpoint), mixed precision (torch.autocast, bf16), or sharding/offloading the largest "
+             "holders.";
+    case OomFix::RetryOutsideExcept:
+      return "Allocations resumed right after the OOM while the failed step's tensors were still alive: if your OOM "
+             "handler retries inside the `except` clause, the exception keeps that step's tensors alive. Set a flag "
+             "in `except` and retry after it.";
+  }
+  return "";
+}
+
+std::string torch_message(const OomReport& r) {
+  std::string cap = r.capacity_bytes ? torch_format_size(*r.capacity_bytes) : "?";
+  std::string free = r.device_free_bytes ? torch_format_size(*r.device_free_bytes) : "?";
+  std::string in_use = r.capacity_bytes && r.device_free_bytes && *r.capacity_bytes >= *r.device_free_bytes
+                           ? torch_format_size(*r.capacity_bytes - *r.device_free_bytes)
+                           : "?";
+  return "CUDA out of memory. Tried to allocate " + torch_format_size(r.segment_request_bytes) + ". GPU " +
+         std::to_string(r.device) + " has a total capacity of " + cap + " of which " + free +
+         " is free. Including non-PyTorch memory, this process has " + in_use +
+         " memory in use. Of the allocated memory " + torch_format_size(r.allocated_bytes) +
+         " is allocated by PyTorch, and " + torch_format_size(r.reserved_bytes - r.allocated_bytes) +
+         " is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+         "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+}
+
+Words finding_words(const Finding& f, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings) {
+  Words w;
+  const Accounting& a = d.accounting;
+  const uint64_t reserved = a.reserved_bytes;
+  const bool expandable = a.regime != Regime::Classic || settings.expandable_segments;
+  switch (f.kind) {
+    case FindingKind::OomFragmentation:
+    case FindingKind::OomSegmentRounding:
+    case FindingKind::OomLeak:
+    case FindingKind::OomExternal:
+    case FindingKind::OomCapacity: {
+      const OomReport& r = d.ooms.explained[f.index];
+      std::string when = r.from_trace ? "at event " + with_commas(*r.event_index) : "(dumped state)";
+      w.message = "Out of memory " + when + " allocating " + human_bytes(r.requested_bytes) +
+                  (r.from_trace ? " from " + r.site : std::string()) + ": " + cause_evidence(r.cause(), r, d.leaks);
+      if (!r.fixes.empty()) w.advice = fix_words(r.fixes.front(), r);
+      return w;
+    }
+    case FindingKind::OomRetryInExcept: {
+      const OomReport& r = d.ooms.explained[f.index];
+      std::string when = r.from_trace ? "at event " + with_commas(*r.event_index) : "(dumped state)";
+      w.message = "After the OOM " + when + ", allocation resumed at " + r.site +
+                  " while the failed step's tensors were still alive.";
+      w.advice = fix_words(OomFix::RetryOutsideExcept, r);
+      return w;
+    }
+    case FindingKind::LeakAutogradHistory:
+    case FindingKind::LeakTensorList:
+    case FindingKind::LeakGrowth: return leak_words(f.kind, d, f.bytes);
+    case FindingKind::GrowingWithInput: {
+      std::string what;
+      for (size_t i = 0; i < d.growing.size() && i < 3; ++i) {
+        const auto& g = d.growing[i];
+        what += std::string(i ? "; " : "") + g.site + " from " + human_bytes(g.first_bytes) + " (iteration " +
+                std::to_string(g.first_iteration) + ") to " + human_bytes(g.last_bytes) + " (iteration " +
+                std::to_string(g.last_iteration) + ")";
+      }
+      w.message = "Allocations grow iteration after iteration: " + what +
+                  ". Memory that grows with the input, such as the sequence length, raises the peak every step until "
+                  "it does not fit.";
+      w.advice = "Bound the input's length (truncate, or bucket inputs by length); for RNNs, truncated "
+                 "backpropagation through time (detach the hidden state every k steps).";
+      return w;
+    }
+    case FindingKind::GrowthUnattributed:
+      w.message = "Allocated memory at the start of each iteration grows by " + per_iter(double(f.bytes)) + " over " +
+                  plural(d.iterations.count, "iteration", "iterations") +
+                  ", but no single site retains allocations from iteration after iteration.";
+      w.advice = "Compare two snapshots a few steps apart with `memsnap diff` to see which sites grow.";
+      return w;
+    case FindingKind::ActivationsKeptWithoutBackward: {
+      const Structure& s = *d.structure;
+      w.message = "One forward pass keeps the activations of every one of its " + with_commas(s.repeats) +
+                  " repeated blocks" + (s.loop_site.empty() ? std::string() : " (" + s.loop_site + ")") + ": " +
+                  human_bytes(f.bytes) + " is still allocated at the dump and no backward pass follows to free it. "
+                  "With autograd on, each layer's output is saved for a backward that never runs.";
+      w.advice = "Evaluate under `torch.no_grad()` or `torch.inference_mode()`: each activation is then freed as "
+                 "soon as the next layer has used it.";
+      return w;
+    }
+    case FindingKind::StrandedFreeMemory: {
+      w.message = human_bytes(a.stranded_bytes) + " (" + pct(a.stranded_bytes, reserved) +
+                  " of reserved memory) is stranded: free blocks in " +
+                  plural(a.stranding_segments, "segment", "segments") +
+                  " that still hold allocated blocks, so neither the allocator nor torch.cuda.empty_cache() can "
+                  "return it to CUDA";
+      if (expandable) w.message += " (partial pages next to allocated blocks)";
+      w.message += ".";
+      if (!a.pinning_sites.empty()) {
+        const PinningSite& top = a.pinning_sites.front();
+        w.message += " It is pinned by " + plural(a.pinning_blocks, "allocated block", "allocated blocks") +
+                     "; the most from " + top.site + ": " + plural(top.blocks, "block", "blocks") + " of " +
+                     human_bytes(top.live_bytes) + " strand " + human_bytes(top.stranded_bytes) + ".";
+      }
+      w.advice = expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
+                                  std::string(kFreeEarlier) + "."
+                            : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "
+                              "page by page instead of being cached split); or " + std::string(kFreeEarlier) + ".";
+      return w;
+    }
+    case FindingKind::FragmentedPool: {
+      const PoolAccount& p = a.pools[f.index];
+      char frag[16];
+      std::snprintf(frag, sizeof frag, "%.2f", p.fragmentation);
+      w.message = pool_name(p) + " strands " + human_bytes(p.stranded_bytes) + " of free memory next to allocated "
+                  "blocks, but the largest stranded piece is " + human_bytes(p.largest_stranded_block_bytes) +
+                  " (fragmentation " + frag + "): a request above that size on this stream needs new memory from CUDA "
+                  "even though the cache holds more bytes in total.";
+      if (expandable)
+        w.advice = "Expandable segments are on, so the holes lie between allocated blocks: allocate long-lived "
+                   "tensors before short-lived ones so they do not interleave, and " + std::string(kFreeEarlier) + ".";
+      else if (settings.max_split_size)
+        w.advice = "max_split_size is already " + human_bytes(*settings.max_split_size) +
+                   "; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids this fragmentation altogether.";
+      else
+        w.advice = "Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N (blocks of N MiB or more are then never split, "
+                   "so they stay whole for large requests), or expandable_segments:True, which avoids this "
+                   "fragmentation altogether.";
+      return w;
+    }
+    case FindingKind::ReleasableCache:
+      w.message = human_bytes(a.releasable_bytes) + " (" + pct(a.releasable_bytes, reserved) +
+                  " of reserved memory) is cached but holds no allocated block" +
+                  (a.releasable_segments ? " (" + plural(a.releasable_segments, "whole segment", "whole segments") + ")"
+                                         : std::string()) +
+                  ". PyTorch reuses it without a new cudaMalloc, so it is not a leak, but nvidia-smi and other "
+                  "processes see it as used.";
+      w.advice = "If another process needs the GPU, call torch.cuda.empty_cache() after the phase that needed the "
+                 "memory; it returns " + human_bytes(a.empty_cache_bytes()) + " to CUDA" +
+                 (a.empty_cache_pending_bytes ? " (these bytes and " + human_bytes(a.empty_cache_pending_bytes) +
+                                                    " of pending frees it waits for first)"
+                                              : std::string()) + ".";
+      return w;
+    case FindingKind::PendingFree:
+      w.message = human_bytes(a.pending_free_bytes) + " (" + pct(a.pending_free_bytes, reserved) +
+                  " of reserved memory) was freed by the program but awaits other streams (record_stream), so it "
+                  "cannot be reused yet.";
+      w.advice = "It becomes free when the other streams' work completes; synchronize (torch.cuda.synchronize() or "
+                 "a stream wait) before the next large allocation, and prefer a stream wait over record_stream for "
+                 "large tensors.";
+      return w;
+    case FindingKind::TraceInconsistent:
+      w.message = "The trace does not replay cleanly to the dumped state: event " +
+                  with_commas(d.trace.first_mismatch->event) + ": " + d.trace.first_mismatch->what + ".";
+      w.advice = "Figures derived from the trace (peak, timeline, leaks) may be off around that event; the dumped "
+                 "state itself is unaffected.";
+      return w;
+  }
+  return w;
+}
+
+std::string iteration_method(const Iterations& it) {
+  switch (it.method) {
+    case IterationMethod::Annotation: return "annotation " + it.name;
+    case IterationMethod::Marker: return "marker " + it.name;
+    case IterationMethod::TrainingLoop: return "repeating allocation sequence";
+    case IterationMethod::InferenceLoop: return "repeated passes";
+    case IterationMethod::None: return "";
+  }
+  return "";
+}
+
+std::string structure_kind(const Structure& s, const Iterations& it) {
+  if (it.reason == NoIterations::KeepsActivations || it.reason == NoIterations::InsideOneCall) return "layers";
+  if (it.reason == NoIterations::PartialRepeat)
+    return s.keeps_activations && !s.backward_seen ? "layers" : "loop_within_step";
+  return "repeated_blocks";
+}
+
+std::string structure_words(const Structure& s, const Iterations& it) {
+  std::string blocks = with_commas(s.repeats) + " repeated blocks of " +
+                       plural(s.period_allocations, "allocation", "allocations") +
+                       (s.loop_site.empty() ? std::string() : " from " + s.loop_site);
+  switch (it.reason) {
+    case NoIterations::KeepsActivations:
+    case NoIterations::InsideOneCall: return "one forward pass, " + blocks + ": layers";
+    case NoIterations::PartialRepeat:
+      return s.keeps_activations && !s.backward_seen ? "one forward pass, " + blocks + ": layers"
+                                                     : "a loop over part of the trace, " + blocks;
+    case NoIterations::NoOptimizer: return blocks + " with backward work and no optimizer step";
+    default: return blocks + ", followed by other work";
+  }
+}
+
+std::string iteration_evidence(const Iterations& it) {
+  switch (it.reason) {
+    case NoIterations::Claimed:
+      switch (it.method) {
+        case IterationMethod::Annotation:
+          return with_commas(it.annotations) + " optimizer steps annotated in the file";
+        case IterationMethod::Marker: return with_commas(it.count) + " iterations start at '" + it.name + "'";
+        case IterationMethod::TrainingLoop:
+          return with_commas(it.period_allocations) + " allocations per iteration; " + pct(it.match_ratio) +
+                 " of allocation stacks repeat one iteration later" +
+                 (it.steady_from ? " (from allocation " + with_commas(it.steady_from) + " on)" : std::string()) +
+                 "; each iteration has backward work and the optimizer";
+        case IterationMethod::InferenceLoop:
+          return with_commas(it.period_allocations) + " allocations per pass; " + pct(it.match_ratio) +
+                 " of allocation stacks repeat one pass later, each pass frees what it allocates, and the passes "
+                 "run to the end of the trace";
+        case IterationMethod::None: break;
+      }
+      return "";
+    case NoIterations::NoTrace: return "the device has no trace";
+    case NoIterations::TooFewAllocations:
+      return "too few allocations in the trace (" + with_commas(it.allocations) + ") to find a repeating step";
+    case NoIterations::NoRepeat: return "no allocation stack repeats in the trace";
+    case NoIterations::WeakRepeat:
+      return "no repeating step: the best candidate period repeats only " + pct(it.match_ratio) +
+             " of the allocation stacks (80% needed)";
+    case NoIterations::PartialRepeat:
+      return "the allocation sequence repeats every " + with_commas(it.period_allocations) +
+             " allocations only from allocation " + with_commas(it.steady_from) + " of " +
+             with_commas(it.allocations) + " on: a loop within one pass or step, not whole iterations";
+    case NoIterations::KeepsActivations:
+      return "each repeated block keeps " + pct(it.kept_share) +
+             " of the bytes it allocates (activations saved for backward): layers of one pass, not iterations";
+    case NoIterations::InsideOneCall:
+      return "the repeated blocks all run inside one call of an nn.Module: its layers, not iterations";
+    case NoIterations::NoBackwardWork:
+      return "the repeated blocks do no backward work and other work follows them: not whole passes of a loop";
+    case NoIterations::NoOptimizer:
+      return "the repeated blocks do backward work but no optimizer step runs in them: not whole training steps";
+    case NoIterations::OneBoundary: return "only one iteration boundary in the trace";
+    case NoIterations::FewAnnotations:
+      return "the file annotates " + with_commas(it.annotations) +
+             " optimizer step(s): too few to delimit whole iterations";
+    case NoIterations::MarkerNotFound:
+      return "'" + it.name + "' opens fewer than two iterations in the trace (no annotation of that name and fewer "
+             "than two allocations at that site or function)";
+  }
+  return "";
+}
+
+}  // namespace memsnap::report::detail
