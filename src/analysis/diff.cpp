@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 namespace memsnap::analysis {
@@ -27,22 +29,29 @@ struct Row {
   std::map<std::vector<std::string>, CallerPath> callers;
 };
 
-// The key of a site: the full file, function and line of its frame; the site text
-// for autograd nodes and operators (which have no frame of the user's code).
-std::string site_key(const Context& ctx, snapshot::StackId stack, SiteDelta& d) {
-  d.site = ctx.sites.site(stack);
+// A site's identity across two snapshots: the full file, function and line of its
+// frame, or its text for autograd nodes and operators (which have no frame of the
+// user's code). Views into the snapshots' string tables: nothing is copied per stack.
+struct SiteKey {
+  std::string_view file, function, text;
+  int64_t line = 0;
+  bool operator<(const SiteKey& o) const {
+    return std::tie(file, function, line, text) < std::tie(o.file, o.function, o.line, o.text);
+  }
+};
+
+SiteKey site_key(const Context& ctx, snapshot::StackId stack) {
   if (auto f = ctx.sites.site_frame(stack)) {
     const snapshot::Frame& fr = ctx.snap.frames[*f];
-    d.file = std::string(ctx.snap.strings[fr.filename]);
-    d.function = std::string(ctx.snap.strings[fr.name]);
-    d.line = fr.line;
-    return d.file + '\x1f' + d.function + '\x1f' + std::to_string(d.line);
+    return {ctx.snap.strings[fr.filename], ctx.snap.strings[fr.name], {}, fr.line};
   }
-  return "\x1e" + d.site;
+  return {{}, {}, ctx.sites.site(stack), 0};
 }
 
+std::string capped(std::string_view s) { return s.size() <= 1024 ? std::string(s) : std::string(s.substr(0, 1024)) + "..."; }
+
 // Live allocated blocks by site (and by call path within the site).
-void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<std::string, Row>& rows) {
+void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<SiteKey, Row>& rows) {
   struct PerStack {
     Row* row;
     std::vector<std::string> callers;
@@ -52,16 +61,20 @@ void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map
     if (b.state != snapshot::BlockState::ActiveAllocated) continue;
     auto [it, inserted] = seen.try_emplace(b.stack.v);
     if (inserted) {
-      SiteDelta probe;
-      std::string key = site_key(ctx, b.stack, probe);
+      SiteKey key = site_key(ctx, b.stack);
       auto [row, fresh] = rows.try_emplace(key);
-      if (fresh) row->second.delta = std::move(probe);
+      if (fresh) {
+        row->second.delta.site = ctx.sites.site(b.stack);
+        row->second.delta.file = capped(key.file);
+        row->second.delta.function = capped(key.function);
+        row->second.delta.line = key.line;
+      }
       it->second.row = &row->second;
       it->second.callers = ctx.sites.callers(b.stack, 8);
     }
     Row& r = *it->second.row;
     CallerPath& c = r.callers[it->second.callers];
-    c.path = it->second.callers;
+    if (c.path.empty()) c.path = it->second.callers;
     (after ? r.delta.after_bytes : r.delta.before_bytes) += b.size;
     (after ? r.delta.after_allocations : r.delta.before_allocations) += 1;
     (after ? c.after_bytes : c.before_bytes) += b.size;
@@ -129,7 +142,7 @@ std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b) {
       for (const auto& s : db->segments)
         if (!ka.count({s.address, s.total_size}))
           dd.segments_only_after.push_back({s.address, s.total_size, s.pool, s.stream});
-    std::map<std::string, Row> rows;
+    std::map<SiteKey, Row> rows;
     if (da) collect(a, *da, false, rows);
     if (db) collect(b, *db, true, rows);
     for (auto& [key, r] : rows) {

@@ -117,16 +117,26 @@ Sites::Sites(const snapshot::Snapshot& snap) : snap_(snap) {
   }
 }
 
+// A name from the input, at most kMaxName bytes (the rest elided): labels built from
+// hostile frames stay small however long the strings in the file are.
+static std::string capped(std::string_view s) {
+  constexpr size_t kMaxName = 1024;
+  if (s.size() <= kMaxName) return std::string(s);
+  size_t cut = kMaxName;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 sequences
+  return std::string(s.substr(0, cut)) + "...";
+}
+
 std::string Sites::frame_string(snapshot::FrameId id) const {
   const snapshot::Frame& f = snap_.frames[id];
   std::string_view file = snap_.strings[f.filename];
   std::string_view name = snap_.strings[f.name];
-  if ((file.empty() || file == "??") && f.line == 0) return std::string(name);
-  std::string out(basename(file));
+  if ((file.empty() || file == "??") && f.line == 0) return capped(name);
+  std::string out = capped(basename(file));
   out += ':';
   out += std::to_string(f.line);
   out += ':';
-  out += name;
+  out += capped(name);
   return out;
 }
 

@@ -102,12 +102,7 @@ namespace detail {
 
 void write_header_text(std::ostream& out, const Source& src, const std::optional<int64_t>& origin,
                        const TextStyle& style) {
-  std::string title = std::string("memsnap ") + kVersion;
-  std::string path = term(src.input.path, 1024);
-  // the path on its own line when both do not fit the width; cut from the left when it alone does not
-  size_t width = size_t(style.width);
-  if (display_width(path) > width) path = "..." + path.substr(path.size() - (width - 3));
-  out << title << (title.size() + 2 + display_width(path) > width ? "\n" : "  ") << path << '\n';
+  out << title_line(std::string("memsnap ") + kVersion, src.input.path, size_t(style.width));
   out << input_line(src.input, src.context.snap) << '\n';
   if (origin) out << "times (+) count from the first trace event in the file, " << utc_time(*origin) << '\n';
   out << '\n';

@@ -64,10 +64,10 @@ void segments_line(std::ostream& out, const char* side, const std::vector<analys
 void write_diff_text(std::ostream& out, const DiffView& v, const TextStyle& style) {
   const char* bold = style.color ? "\033[1m" : "";
   const char* reset = style.color ? "\033[0m" : "";
-  out << "memsnap " << kVersion << " diff\n"
-      << "  before  " << detail::term(v.before.input.path, 1024) << '\n'
-      << "  after   " << detail::term(v.after.input.path, 1024) << "\n";
   const size_t width = size_t(std::max(72, std::min(style.width, 160)));
+  out << "memsnap " << kVersion << " diff\n"
+      << detail::label_path("  before  ", v.before.input.path, width)
+      << detail::label_path("  after   ", v.after.input.path, width);
   for (const auto& d : v.devices) {
     out << '\n'
         << bold << pad_right("device " + std::to_string(d.device), 28) << reset << pad_left("before", 16)

@@ -85,7 +85,7 @@ std::string draw(const snapshot::Device& d, const snapshot::Segment& s, size_t c
 void write_segments_text(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result, size_t top,
                          const TextStyle& style) {
   const size_t width = size_t(std::max(style.width, 40));
-  out << "memsnap " << kVersion << "  " << detail::term(src.input.path, 1024) << '\n';
+  out << detail::title_line(std::string("memsnap ") + kVersion, src.input.path, width);
   if (result.devices.empty()) {
     out << "the snapshot holds no devices (no segments and no trace)\n";
     return;

@@ -22,6 +22,26 @@ size_t display_width(std::string_view s) {
 
 std::string term(std::string_view s, size_t cap) { return terminal_safe(s, cap); }
 
+namespace {
+std::string cut_left(std::string path, size_t width) {
+  if (display_width(path) <= width || width < 8) return path;
+  size_t cut = path.size() - (width - 3);
+  while (cut < path.size() && (static_cast<unsigned char>(path[cut]) & 0xC0) == 0x80) ++cut;
+  return "..." + path.substr(cut);
+}
+}  // namespace
+
+std::string title_line(const std::string& title, const std::string& path, size_t width) {
+  std::string p = cut_left(term(path, 1024), width);
+  bool same = title.size() + 2 + display_width(p) <= width;
+  return title + (same ? "  " : "\n") + p + "\n";
+}
+
+std::string label_path(const std::string& label, const std::string& path, size_t width) {
+  size_t room = width > label.size() + 8 ? width - label.size() : 8;
+  return label + cut_left(term(path, 1024), room) + "\n";
+}
+
 int64_t span_us(int64_t a, int64_t b) {
   int64_t d = 0;
   if (!__builtin_sub_overflow(b, a, &d)) return d;

@@ -36,6 +36,11 @@ std::string term(std::string_view s, size_t cap = 4096);
 /// function and line stay whole, the path loses its start ("~le.py:12:fn"). A
 /// function name alone wider than `w` is kept whole (the caller then gives it a line).
 std::string shorten_left(const std::string& s, size_t w);
+/// "TITLE  PATH" within `width` columns: the path (escaped) on its own line when both do
+/// not fit, and cut from the left ("...") when it alone does not. Newline-terminated.
+std::string title_line(const std::string& title, const std::string& path, size_t width);
+/// "LABEL PATH" on one line of `width` columns, the path cut from the left when needed.
+std::string label_path(const std::string& label, const std::string& path, size_t width);
 /// Display columns of a UTF-8 string (one per code point).
 size_t display_width(std::string_view s);
 

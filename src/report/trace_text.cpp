@@ -60,19 +60,19 @@ void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) 
   const auto& it = d.iterations;
   if (!it.found()) {
     if (d.structure) {
-      out << head("structure") << wrap(structure_words(*d.structure, it), kHead, kHead, width) << '\n';
-      out << head("iterations") << wrap("none: " + iteration_evidence(it), kHead, kHead, width) << '\n';
+      out << head("structure") << wrap(term(structure_words(*d.structure, it), 2048), kHead, kHead, width) << '\n';
+      out << head("iterations") << wrap("none: " + term(iteration_evidence(it), 2048), kHead, kHead, width) << '\n';
     } else {
-      out << head("iterations") << wrap("none: " + iteration_evidence(it), kHead, kHead, width) << '\n';
+      out << head("iterations") << wrap("none: " + term(iteration_evidence(it), 2048), kHead, kHead, width) << '\n';
     }
     return;
   }
-  std::string line = with_commas(it.count) + " found (" + iteration_method(it) + "), " + with_commas(it.period_events) +
+  std::string line = with_commas(it.count) + " found (" + term(iteration_method(it), 512) + "), " + with_commas(it.period_events) +
                      " events" + (it.period_us ? ", " + duration(int64_t(*it.period_us)) : std::string()) +
                      " each; allocated memory grows " + bytes_per_iter(it.growth_bytes_per_iteration) +
                      " per iteration";
   out << head("iterations") << wrap(line, kHead, kHead, width) << '\n';
-  out << std::string(kHead, ' ') << wrap(iteration_evidence(it), kHead, kHead, width) << '\n';
+  out << std::string(kHead, ' ') << wrap(term(iteration_evidence(it), 2048), kHead, kHead, width) << '\n';
 }
 
 void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {

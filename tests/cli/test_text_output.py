@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+# Text output users read in a terminal: every line within 80 columns on every fixture and
+# real snapshot, and nothing from a file can reach the terminal raw (escape sequences,
+# newlines, C1 controls) or break the one-line error contract.
+import glob
+import os
+import pickle
+import re
+import sys
+import tempfile
+
+from clitest import TESTDATA, check, finish, run
+
+REALDATA = sys.argv[3] if len(sys.argv) > 3 else ""
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+files = sorted(glob.glob(os.path.join(TESTDATA, "snapgen", "*.pickle*")))
+if REALDATA and os.path.isdir(REALDATA):
+    files += sorted(f for f in glob.glob(os.path.join(REALDATA, "*")) if not f.endswith(".md"))
+else:
+    print("SKIPPED: the real snapshots (%s) are absent" % REALDATA)
+
+env = {"COLUMNS": "80"}
+for f in files:
+    name = os.path.basename(f)
+    for args in (["analyze", f], ["segments", f], ["events", "--around", "peak", "--stacks", f],
+                 ["diff", f, f]):
+        rc, out, err = run(args, env)
+        check("%s %s exit" % (args[0], name), rc == 0, "%d %r" % (rc, err[:300]))
+        wide = [l for l in out.splitlines() if len(l) > 80]
+        check("%s %s fits 80 columns" % (args[0], name), not wide, wide[:2])
+        check("%s %s has no control characters" % (args[0], name), not CONTROL.search(out), "")
+
+# A hostile snapshot: control characters, an escape sequence and newlines in every
+# string a report prints (file and function names, the allocator settings, an action).
+ESC = "\x1b]0;pwned\x07\x1b[2J"
+frames = [{"filename": "/w/ev\x1bil\n.py", "line": 7, "name": "fn" + ESC + "\nmemsnap: everything is fine"},
+          {"filename": "/w/train\u009b.py", "line": 9, "name": "main\r"}]
+block = {"address": 0x7F0000000000, "size": 1 << 20, "requested_size": 1 << 20, "state": "active_allocated",
+         "frames": frames}
+free = {"address": 0x7F0000100000, "size": 1 << 20, "requested_size": 0, "state": "inactive", "frames": []}
+snap = {
+    "segments": [{"device": 0, "address": 0x7F0000000000, "total_size": 2 << 20, "allocated_size": 1 << 20,
+                  "active_size": 1 << 20, "requested_size": 1 << 20, "stream": 0, "segment_type": "large",
+                  "segment_pool_id": (0, 0), "is_expandable": False, "frames": frames, "blocks": [block, free]}],
+    "device_traces": [[
+        {"action": "segment_alloc", "addr": 0x7F0000000000, "size": 2 << 20, "stream": 0, "frames": frames,
+         "time_us": 1700000000000000},
+        {"action": "alloc", "addr": 0x7F0000000000, "size": 1 << 20, "stream": 0, "frames": frames,
+         "time_us": 1700000000000010},
+        {"action": "annotate\x1b[31m", "addr": 0, "size": 0, "stream": 0, "frames": frames,
+         "time_us": 1700000000000020},
+    ]],
+    "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False" + ESC + "\nforged line",
+                           "max_split_size": -1, "expandable_segments": False,
+                           "garbage_collection_threshold": 0.0, "roundup_power2_divisions": {}},
+}
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "hostile.pickle")
+    with open(path, "wb") as fh:
+        pickle.dump(snap, fh, protocol=4)
+    for args in (["analyze", path], ["segments", path], ["events", "--stacks", path], ["diff", path, path],
+                 ["analyze", "--oom-size", "4MiB", path]):
+        rc, out, err = run(args, env)
+        check("hostile %s exit" % args[0], rc == 0, "%d %r" % (rc, err[:300]))
+        for stream, text in (("stdout", out), ("stderr", err)):
+            check("hostile %s %s: no raw control characters" % (args[0], stream), not CONTROL.search(text),
+                  repr(CONTROL.search(text).group(0)) if CONTROL.search(text) else "")
+            check("hostile %s %s: no forged line" % (args[0], stream),
+                  not any(l.startswith("memsnap: everything") or l.startswith("forged line")
+                          for l in text.splitlines()), "")
+        check("hostile %s shows the escape escaped" % args[0], "\\x1b" in out or args[0] in ("segments", "diff"), out[:200])
+    # JSON keeps the strings exactly (escaped by JSON's own rules).
+    rc, out, err = run(["analyze", "--format", "json", path])
+    import json
+    doc = json.loads(out)
+    check("hostile json keeps the conf", doc["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"].endswith("forged line"))
+    # An error naming a hostile file name is one line.
+    bad = os.path.join(tmp, "x\x1b[2J\nmemsnap: ok.pickle")
+    with open(bad, "wb") as fh:
+        fh.write(b"\x80\x04K")
+    rc, out, err = run(["analyze", bad])
+    check("hostile file name: exit 2", rc == 2, "%d" % rc)
+    check("hostile file name: one error line", err.count("\n") == 1 and not CONTROL.search(err), repr(err))
+
+finish()
