@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "flame_state.hpp"
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/util/units.hpp"
@@ -16,6 +17,8 @@ struct DiffArgs {
   CommonOptions common;
   std::string fail_if_growth;
   size_t top = 20;
+  bool flame = false;
+  std::string output;
 };
 }  // namespace
 
@@ -30,6 +33,11 @@ void add_diff(CLI::App& app) {
                   "(e.g. 512MiB, 1.5GiB, 200MB)")
       ->option_text("SIZE");
   cmd->add_option("--top", args->top, "Changed stacks listed in the text table (default 20)")->option_text("N");
+  cmd->add_flag("--flame", args->flame,
+                "Differential flame: folded 'stack BEFORE AFTER' lines, or an SVG with -o OUT.svg (red grew, "
+                "blue shrank)");
+  cmd->add_option("-o,--output", args->output, "With --flame: the output file (.svg for a picture; default -)")
+      ->option_text("OUT");
   cmd->callback([args] {
     std::optional<uint64_t> limit;
     if (!args->fail_if_growth.empty()) {
@@ -45,7 +53,8 @@ void add_diff(CLI::App& app) {
     print_warnings(after);
     auto devices = analysis::diff_snapshots(before.snapshot, after.snapshot);
     report::DiffView view{&before, &after, &devices, args->top};
-    if (args->common.format == Format::Json) report::write_diff_json(std::cout, view);
+    if (args->flame) write_diff_flame(before, after, args->output);
+    else if (args->common.format == Format::Json) report::write_diff_json(std::cout, view);
     else report::write_diff_text(std::cout, view, text_style(args->common));
     if (limit) {
       for (const auto& d : devices) {

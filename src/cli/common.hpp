@@ -73,5 +73,7 @@ void add_analyze(CLI::App& app);
 void add_diff(CLI::App& app);
 void add_segments(CLI::App& app);
 void add_timeline(CLI::App& app);
+void add_flame(CLI::App& app);
+void add_callgraph(CLI::App& app);
 
 }  // namespace memsnap::cli

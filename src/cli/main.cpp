@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
   add_diff(app);
   add_segments(app);
   add_timeline(app);
+  add_flame(app);
+  add_callgraph(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
