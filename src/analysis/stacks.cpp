@@ -128,8 +128,7 @@ uint32_t StackProfileBuilder::stack_index(std::vector<uint32_t> frames) {
 }
 
 void StackProfileBuilder::add(const snapshot::Device& state, bool device_root) {
-  std::vector<uint32_t> prefix;
-  if (device_root) prefix.push_back(synthetic("<device " + std::to_string(state.index) + ">"));
+  std::vector<uint32_t> prefix;  // the <device N> frame, made when a block of the device first counts
   // Stack ids repeat across blocks: each is resolved to a profile stack once per device.
   std::vector<uint32_t> stack_of_id(snap_.stacks.size(), kUnset);
   uint32_t cached_free = kUnset;
@@ -138,6 +137,7 @@ void StackProfileBuilder::add(const snapshot::Device& state, bool device_root) {
       if (!counted(b, profile_.options.state)) continue;
       uint32_t* slot = b.is_active() ? &stack_of_id[b.stack.v] : &cached_free;
       if (*slot == kUnset) {
+        if (device_root && prefix.empty()) prefix.push_back(synthetic("<device " + std::to_string(state.index) + ">"));
         std::vector<uint32_t> frames = prefix;
         if (!b.is_active()) {
           frames.push_back(synthetic(kCachedFreeFrame));

@@ -249,6 +249,28 @@ TEST_CASE("the noise filter, C++ frames, missing stacks and the three states") {
   CHECK(analysis::expected_profile_bytes(dev, StackState::All) == summary.reserved_bytes);
 }
 
+TEST_CASE("several devices: a <device N> root frame each, none for a device with nothing counted") {
+  Hand h;
+  h.block({"m.py:1:main"}, 512);
+  h.block({"m.py:2:other"}, 1024, BlockState::Inactive);
+  snapshot::Device d0 = h.done();
+  snapshot::Device d1 = d0;
+  d1.index = 1;
+  analysis::StackProfileBuilder b(h.snap, {});
+  b.add(d0, true);
+  b.add(d1, true);
+  snapshot::Device empty;
+  empty.index = 2;
+  b.add(empty, true);
+  auto p = b.take();
+  CHECK(p.bytes == 1024);
+  REQUIRE(p.stacks.size() == 2);
+  CHECK(p.frames[p.stacks[0].frames[0]].function == "<device 0>");
+  CHECK(p.frames[p.stacks[1].frames[0]].function == "<device 1>");
+  CHECK(p.frames.size() == 3);  // main and two device frames: none for device 2
+  check_invariants(analysis::build_call_graph(p));
+}
+
 TEST_CASE("a differential profile matches stacks of two files by their frames' text") {
   Hand a, b;
   a.block({"m.py:1:main", "m.py:2:grow"}, 100);
