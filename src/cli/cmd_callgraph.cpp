@@ -39,21 +39,21 @@ double parse_share(const std::string& text) {
 void add_callgraph(CLI::App& app) {
   auto args = std::make_shared<CallgraphArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "callgraph", "Call graph of live memory: self, total and retained bytes per frame (dominator tree)");
+      "callgraph", "Call graph of live memory: self, total and retained bytes (dominators)");
   add_stack_options(*cmd, args->stack);
   cmd->add_flag("--by-function", args->stack.stack.by_function,
                 "One vertex per function and file (default: per function, file and line)");
   cmd->add_option("--min-share", args->min_share,
                   "Text and DOT: leave out frames below this share of the bytes (default 1%)")
       ->option_text("PCT");
-  auto* dot = cmd->add_flag("--dot", args->dot, "Write Graphviz DOT (render: dot -Tsvg)");
+  cmd->add_flag("--dot", args->dot, "Write Graphviz DOT instead of text (render it: dot -Tsvg)");
   cmd->add_option("--format", args->format, "Output format: text (default) or json (every vertex, unpruned)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"text", Format::Text}, {"json", Format::Json}},
                                           CLI::ignore_case))
-      ->option_text("text|json")
-      ->excludes(dot);
+      ->option_text("text|json");
   cmd->callback([args] {
     double min_share = parse_share(args->min_share);
+    if (args->dot && args->format == Format::Json) throw Failure("--dot and --format json: choose one", kBadInput);
     LoadedStates ls = load_states(args->stack);
     analysis::CallGraph graph =
         analysis::build_call_graph(profile_of(ls.loaded.snapshot, ls.states, args->stack.stack));

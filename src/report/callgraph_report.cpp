@@ -46,6 +46,7 @@ bool kept(const CallVertex& v, const CallgraphView& view) {
 constexpr size_t kNum = 10;                       // a byte column: "1023.99 MiB" is 11, rare
 constexpr size_t kCols = kNum + 1 + 6 + 1 + kNum + 1 + kNum + 2;  // retained share total self, two spaces
 constexpr size_t kMaxGuide = 24;                  // deeper branch levels share the last columns
+constexpr size_t kMaxName = 64;                   // a longer frame name is hostile or generated: cut
 
 std::string columns(const CallVertex& v, uint64_t whole) {
   return detail::pad_left(human_bytes(v.retained_bytes), kNum) + " " + detail::pad_left(share(v.retained_bytes, whole), 6) +
@@ -110,9 +111,12 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
       bool several = v.callers > 1;
       name = (several ? "*" : "") + detail::fit_frame(g.frames[v.frame], room - (several ? 1 : 0));
     }
-    // A name that cannot be shortened further (one long identifier) takes room from the guides.
-    if (detail::text_width(name) > room && w > kCols + detail::text_width(name))
-      lead = clip_guide(it.guide + it.mark, w - kCols - detail::text_width(name));
+    // A name that cannot be shortened further (one long identifier) takes room from
+    // the guides, and beyond the name column runs past the line rather than be cut;
+    // only a name longer than any identifier people write (kMaxName) is cut.
+    if (detail::text_width(name) > kMaxName) name = detail::printable(name, kMaxName);
+    if (detail::text_width(name) > room)
+      lead = clip_guide(it.guide + it.mark, w > kCols + detail::text_width(name) ? w - kCols - detail::text_width(name) : 0);
     out << columns(v, whole) << lead << name << '\n';
 
     std::vector<uint32_t> shown;

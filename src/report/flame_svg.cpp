@@ -114,6 +114,14 @@ std::string diff_color(const FlameNode& n, double max_change) {
   return n.bytes > n.before ? rgb(250, pale, pale) : rgb(pale, pale + 10 * (1 - t), 250);
 }
 
+// Black on light fills, white on dark ones (strong reds and blues of a diff).
+const char* text_color(const std::string& fill) {
+  if (fill.size() != 7 || fill[0] != '#') return "#000000";
+  auto channel = [&](size_t i) { return double(std::stoi(fill.substr(i, 2), nullptr, 16)) / 255; };
+  double luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+  return luminance < 0.4 ? "#ffffff" : "#000000";
+}
+
 std::string percent(double part, double whole) {
   if (whole <= 0) return "0%";
   char buf[32];
@@ -301,7 +309,7 @@ void write_flame_svg(std::ostream& os, const FlameTree& t, const FlameSvgOptions
            num(kFrameH - 1) + "\" rx=\"2\" fill=\"" + fill + "\"/>";
     if (!label.empty() || o.script)
       svg += "<text x=\"" + num(x[i] + 3) + "\" y=\"" + num(y + kFrameH - 5) + "\" font-size=\"" + num(kFont) +
-             "\" fill=\"#000000\">" + xml_escape(label) + "</text>";
+             "\" fill=\"" + text_color(fill) + "\">" + xml_escape(label) + "</text>";
     svg += "</g>\n";
     ++i;
   }
