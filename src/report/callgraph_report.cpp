@@ -78,8 +78,8 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
       "appears once, under the closest frame it cannot be reached without; * marks frames with several callers "
       "(their total includes memory another caller retains).",
       w, 0);
-  out << "frames below " << percent_text(view.min_share) << " of " << human_bytes(whole)
-      << " retained are summarised (--min-share)\n\n";
+  out << "frames whose stacks hold less than " << percent_text(view.min_share) << " of " << human_bytes(whole)
+      << " are summarised (--min-share)\n\n";
   out << detail::pad_left("retained", kNum) << ' ' << detail::pad_left("share", 6) << ' '
       << detail::pad_left("total", kNum) << ' ' << detail::pad_left("self", kNum) << "  frame\n";
 
@@ -178,7 +178,13 @@ std::string shorten_left(const std::string& s, size_t w) {
   return "…" + out;
 }
 
-using DotGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+// An edge of the drawing: a call edge of the graph, or (dashed) the path from a
+// frame's nearest drawn dominator when every call edge into it was left out.
+struct DotEdge {
+  const analysis::CallEdge* call = nullptr;  // null for a dashed "via" edge
+  uint64_t bytes = 0;
+};
+using DotGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, DotEdge>;
 
 }  // namespace
 
@@ -199,13 +205,19 @@ void write_callgraph_dot(std::ostream& out, const CallgraphView& view) {
       original.push_back(v);
     }
   DotGraph dg(original.size());
-  std::vector<const analysis::CallEdge*> edges;
+  std::vector<bool> reached(g.vertices.size(), false);
   for (const auto& e : g.edges)
     if (dot_id[e.from] != kNoVertex && dot_id[e.to] != kNoVertex && double(e.bytes) >= threshold && e.bytes > 0) {
-      boost::add_edge(dot_id[e.from], dot_id[e.to], dg);
-      edges.push_back(&e);
+      boost::add_edge(dot_id[e.from], dot_id[e.to], DotEdge{&e, e.bytes}, dg);
+      if (e.from != e.to) reached[e.to] = true;
     }
-  // write_graphviz numbers edges in the order they were added (vecS): look them up by index.
+  // A drawn frame whose callers were all left out hangs from its nearest drawn dominator.
+  for (uint32_t v : original) {
+    if (v == 0 || reached[v]) continue;
+    uint32_t d = g.vertices[v].dominator;
+    while (d != kNoVertex && dot_id[d] == kNoVertex) d = g.vertices[d].dominator;
+    if (d != kNoVertex) boost::add_edge(dot_id[d], dot_id[v], DotEdge{nullptr, g.vertices[v].total_bytes}, dg);
+  }
   auto vertex_writer = [&](std::ostream& os, DotGraph::vertex_descriptor dv) {
     const CallVertex& v = g.vertices[original[dv]];
     std::string label, tooltip;
@@ -229,19 +241,22 @@ void write_callgraph_dot(std::ostream& out, const CallgraphView& view) {
     }
     os << "[label=\"" << label << "\", tooltip=\"" << tooltip << "\", fillcolor=\"" << fill << "\"]";
   };
-  size_t next_edge = 0;
-  auto edge_writer = [&](std::ostream& os, DotGraph::edge_descriptor) {
-    const analysis::CallEdge& e = *edges[next_edge++];
+  auto edge_writer = [&](std::ostream& os, DotGraph::edge_descriptor de) {
+    const DotEdge& e = dg[de];
     double s = g.bytes ? double(e.bytes) / double(g.bytes) : 0;
     char pen[32];
     std::snprintf(pen, sizeof pen, "%.2f", 1 + 5 * s);
+    if (!e.call) {
+      os << "[label=\"via lighter calls\", style=dashed, penwidth=" << pen << ", weight=1]";
+      return;
+    }
     os << "[label=\"" << human_bytes(e.bytes) << "\", penwidth=" << pen << ", weight=" << 1 + int(100 * s)
-       << ", tooltip=\"" << with_commas(e.blocks) << (e.blocks == 1 ? " block" : " blocks") << "\"]";
+       << ", tooltip=\"" << with_commas(e.call->blocks) << (e.call->blocks == 1 ? " block" : " blocks") << "\"]";
   };
   auto graph_writer = [&](std::ostream& os) {
     os << "label=\"" << dot_escape(detail::printable("memsnap callgraph: " + view.source->path, 200)) << "\\n"
        << dot_escape(detail::printable(describe(*view.source), 300)) << "\\nframes with total below "
-       << percent_text(view.min_share) << " and lighter edges left out\";\n"
+       << percent_text(view.min_share) << " and lighter calls left out (dashed: via lighter calls)\";\n"
        << "labelloc=t;\nfontname=\"Helvetica\";\n"
        << "node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
        << "edge [color=\"#555555\", fontname=\"Helvetica\", fontsize=9];\n";

@@ -19,7 +19,9 @@ struct CallgraphView {
 /// columns retained, share, total, self; pruned at min_share; `width` columns.
 void write_callgraph_text(std::ostream& out, const CallgraphView& view, int width = 80);
 /// Graphviz DOT (boost::write_graphviz): frames with total ≥ min_share, labelled
-/// with their figures; edges as thick as their bytes, those below min_share left out.
+/// with their figures; edges as thick as their bytes, those below min_share left
+/// out; a frame whose every caller was left out hangs from its nearest drawn
+/// dominator by a dashed edge.
 void write_callgraph_dot(std::ostream& out, const CallgraphView& view);
 /// Every vertex (self, total, retained, dominator) and edge, unpruned.
 void write_callgraph_json(std::ostream& out, const CallgraphView& view);
