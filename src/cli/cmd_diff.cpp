@@ -45,6 +45,8 @@ void add_diff(CLI::App& app) {
       if (!limit) throw Failure("--fail-if-growth: not a size: '" + args->fail_if_growth + "'", kBadInput);
     }
     if (args->before == "-" && args->after == "-") throw Failure("only one of BEFORE and AFTER can be -", kBadInput);
+    if (args->flame && args->common.format == Format::Json) throw Failure("--flame and --format json: choose one", kBadInput);
+    if (!args->flame && !args->output.empty()) throw Failure("-o: only with --flame", kBadInput);
     // The two inputs are independent: parse them on both cores.
     auto later = std::async(std::launch::async, [&] { return load(args->after, args->common); });
     snapshot::Loaded before = load(args->before, args->common);
