@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "flame_state.hpp"
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/util/units.hpp"
@@ -16,6 +17,8 @@ struct DiffArgs {
   CommonOptions common;
   std::string fail_if_growth;
   size_t top = 20;
+  bool flame = false;
+  std::string output;
 };
 }  // namespace
 
@@ -30,6 +33,11 @@ void add_diff(CLI::App& app) {
                   "(e.g. 512MiB, 1.5GiB, 200MB)")
       ->option_text("SIZE");
   cmd->add_option("--top", args->top, "Changed sites listed in the text table (default 20)")->option_text("N");
+  cmd->add_flag("--flame", args->flame,
+                "Differential flame: folded 'stack BEFORE AFTER' lines, or an SVG with -o OUT.svg (red grew, "
+                "blue shrank)");
+  cmd->add_option("-o,--output", args->output, "With --flame: the output file (.svg for a picture; default -)")
+      ->option_text("OUT");
   cmd->callback([args] {
     std::optional<uint64_t> limit;
     if (!args->fail_if_growth.empty()) {
@@ -37,6 +45,8 @@ void add_diff(CLI::App& app) {
       if (!limit) throw Failure("--fail-if-growth: not a size: '" + args->fail_if_growth + "'", kBadInput);
     }
     if (args->before == "-" && args->after == "-") throw Failure("only one of BEFORE and AFTER can be -", kBadInput);
+    if (args->flame && args->common.format == Format::Json) throw Failure("--flame and --format json: choose one", kBadInput);
+    if (!args->flame && !args->output.empty()) throw Failure("-o: only with --flame", kBadInput);
     // The two inputs are independent: parse them on both cores.
     auto later = std::async(std::launch::async, [&] { return load(args->after, args->common); });
     snapshot::Loaded before = load(args->before, args->common);
@@ -46,7 +56,8 @@ void add_diff(CLI::App& app) {
     analysis::Context before_ctx(before.snapshot), after_ctx(after.snapshot);
     auto devices = analysis::diff_snapshots(before_ctx, after_ctx);
     report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top};
-    if (args->common.format == Format::Json) report::write_diff_json(std::cout, view);
+    if (args->flame) write_diff_flame(before, after, args->output);
+    else if (args->common.format == Format::Json) report::write_diff_json(std::cout, view);
     else report::write_diff_text(std::cout, view, text_style(args->common));
     if (limit) {
       for (const auto& d : devices) {

@@ -63,5 +63,7 @@ void add_diff(CLI::App& app);
 void add_segments(CLI::App& app);
 void add_timeline(CLI::App& app);
 void add_events(CLI::App& app);
+void add_flame(CLI::App& app);
+void add_callgraph(CLI::App& app);
 
 }  // namespace memsnap::cli

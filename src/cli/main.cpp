@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   add_segments(app);
   add_timeline(app);
   add_events(app);
+  add_flame(app);
+  add_callgraph(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
