@@ -1,6 +1,7 @@
 // Frame classification, the noise filter, stack traits and the site of every stack.
 #include "memsnap/analysis/sites.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "memsnap/util/hash.hpp"
@@ -58,6 +59,11 @@ bool is_backward_frame(std::string_view file, std::string_view name) {
 }  // namespace
 
 FrameKind classify_frame(std::string_view file) {
+  if (file.find('\\') != std::string_view::npos) {  // a Windows path: judge it with forward slashes
+    std::string unix_path(file);
+    std::replace(unix_path.begin(), unix_path.end(), '\\', '/');
+    return classify_frame(std::string_view(unix_path));
+  }
   bool python = ends_with(file, ".py") || (file.size() > 1 && file.front() == '<' && file.back() == '>');
   if (!python) return FrameKind::Native;
   if (file.substr(0, 7) == "<frozen") return FrameKind::PythonRuntime;

@@ -17,6 +17,8 @@ TEST_CASE("frame classification") {
   CHECK(analysis::classify_frame("<ipython-input-3-abc>") == FrameKind::User);
   CHECK(analysis::classify_frame("/usr/lib/python3/dist-packages/transformers/models/llama.py") == FrameKind::User);
   CHECK(analysis::classify_frame("??") == FrameKind::Native);
+  CHECK(analysis::classify_frame("C:\\Python311\\Lib\\site-packages\\torch\\nn\\modules\\module.py") == FrameKind::Torch);
+  CHECK(analysis::classify_frame("C:\\work\\train.py") == FrameKind::User);
   CHECK(analysis::classify_frame("") == FrameKind::Native);
   CHECK(analysis::classify_frame("/usr/local/src/conda/python-3.11.7/Python/ceval.c") == FrameKind::Native);
   CHECK(analysis::is_noise_frame("/usr/local/src/conda/python-3.11.7/Python/ceval.c", "_PyEval_EvalFrameDefault"));
