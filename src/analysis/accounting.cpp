@@ -118,6 +118,79 @@ void add_to_histogram(std::vector<SizeBucket>& h, uint64_t size) {
   it->bytes += size;
 }
 
+// One segment: its blocks by state, its release units walked, its pool's figures.
+void account_segment(const snapshot::Device& d, size_t si, Accounting& a, PoolAccount& p,
+                     std::vector<uint64_t>& free_stranded) {
+  const Segment& s = d.segments[si];
+  SegmentAccount& sa = a.segments[si];
+  const bool private_pool = s.pool_id[0] != 0 || s.pool_id[1] != 0;
+  uint64_t unit = s.expandable ? rules::expandable_page_size(s.pool) : std::max<uint64_t>(s.total_size, 1);
+  UnitWalker walk(unit, private_pool, a.block_stranded, free_stranded);
+  p.pool = s.pool;
+  p.pool_id[0] = s.pool_id[0];
+  p.pool_id[1] = s.pool_id[1];
+  p.stream = s.stream;
+  p.segments += 1;
+  p.blocks += s.block_count;
+  p.reserved_bytes += s.total_size;
+  a.reserved_bytes += s.total_size;
+  uint64_t pos = 0;  // offset from the segment's start (blocks tile it in address order)
+  for (uint32_t k = 0; k < s.block_count; ++k) {
+    uint32_t bi = s.first_block + k;
+    const Block& b = d.blocks[bi];
+    switch (b.state) {
+      case BlockState::ActiveAllocated: {
+        uint64_t requested = std::min(b.requested_size, b.size);
+        if (b.requested_size > b.size) a.clamped.push_back({b.address, b.size, b.requested_size});
+        sa.requested_bytes += requested;
+        sa.internal_free_bytes += b.size - requested;
+        sa.allocated_blocks += 1;
+        p.allocated_bytes += b.size;
+        break;
+      }
+      case BlockState::ActivePendingFree:
+        sa.pending_free_bytes += b.size;
+        sa.pending_blocks += 1;
+        break;
+      case BlockState::Inactive:
+        sa.external_free_bytes += b.size;
+        sa.free_blocks += 1;
+        sa.largest_free_block_bytes = std::max(sa.largest_free_block_bytes, b.size);
+        add_to_histogram(p.histogram, b.size);
+        break;
+    }
+    walk.add(bi, pos, pos + b.size, b.state);
+    pos += b.size;
+  }
+  if (pos < s.total_size) a.unaccounted_bytes += s.total_size - pos;
+  walk.finish();
+  sa.releasable_bytes = walk.releasable;
+  sa.stranded_bytes = walk.stranded;
+  sa.private_held_bytes = walk.private_held;
+  sa.empty_cache_pending_bytes = walk.empty_cache_pending;
+  sa.fragmentation = fragmentation_ratio(sa.largest_free_block_bytes, sa.external_free_bytes);
+
+  a.requested_bytes += sa.requested_bytes;
+  a.internal_free_bytes += sa.internal_free_bytes;
+  a.pending_free_bytes += sa.pending_free_bytes;
+  a.external_free_bytes += sa.external_free_bytes;
+  a.releasable_bytes += sa.releasable_bytes;
+  a.stranded_bytes += sa.stranded_bytes;
+  a.private_held_bytes += sa.private_held_bytes;
+  a.empty_cache_pending_bytes += sa.empty_cache_pending_bytes;
+  a.largest_free_block_bytes = std::max(a.largest_free_block_bytes, sa.largest_free_block_bytes);
+  if (sa.allocated_blocks == 0 && !private_pool) a.releasable_segments += 1;
+  if (sa.stranded_bytes != 0) a.stranding_segments += 1;
+  p.free_bytes += sa.external_free_bytes;
+  p.free_blocks += sa.free_blocks;
+  p.largest_free_block_bytes = std::max(p.largest_free_block_bytes, sa.largest_free_block_bytes);
+  p.releasable_bytes += sa.releasable_bytes;
+  p.stranded_bytes += sa.stranded_bytes;
+  p.private_held_bytes += sa.private_held_bytes;
+  for (uint32_t k = 0; k < s.block_count; ++k)
+    p.largest_stranded_block_bytes = std::max(p.largest_stranded_block_bytes, free_stranded[s.first_block + k]);
+}
+
 }  // namespace
 
 Accounting account(const Context& ctx, const snapshot::Device& d) {
@@ -134,76 +207,8 @@ Accounting account(const Context& ctx, const snapshot::Device& d) {
 
   for (size_t si = 0; si < d.segments.size(); ++si) {
     const Segment& s = d.segments[si];
-    SegmentAccount& sa = a.segments[si];
     (s.expandable ? any_expandable : any_classic) = true;
-    const bool private_pool = s.pool_id[0] != 0 || s.pool_id[1] != 0;
-    uint64_t unit = s.expandable ? rules::expandable_page_size(s.pool) : std::max<uint64_t>(s.total_size, 1);
-    UnitWalker walk(unit, private_pool, a.block_stranded, free_stranded);
-    PoolAccount& p = pools[{int(s.pool), s.pool_id[0], s.pool_id[1], s.stream}];
-    p.pool = s.pool;
-    p.pool_id[0] = s.pool_id[0];
-    p.pool_id[1] = s.pool_id[1];
-    p.stream = s.stream;
-    p.segments += 1;
-    p.blocks += s.block_count;
-    p.reserved_bytes += s.total_size;
-    a.reserved_bytes += s.total_size;
-
-    uint64_t pos = 0;  // offset from the segment's start (blocks tile it in address order)
-    for (uint32_t k = 0; k < s.block_count; ++k) {
-      uint32_t bi = s.first_block + k;
-      const Block& b = d.blocks[bi];
-      switch (b.state) {
-        case BlockState::ActiveAllocated: {
-          uint64_t requested = std::min(b.requested_size, b.size);
-          if (b.requested_size > b.size) a.clamped.push_back({b.address, b.size, b.requested_size});
-          sa.requested_bytes += requested;
-          sa.internal_free_bytes += b.size - requested;
-          sa.allocated_blocks += 1;
-          p.allocated_bytes += b.size;
-          break;
-        }
-        case BlockState::ActivePendingFree:
-          sa.pending_free_bytes += b.size;
-          sa.pending_blocks += 1;
-          break;
-        case BlockState::Inactive:
-          sa.external_free_bytes += b.size;
-          sa.free_blocks += 1;
-          sa.largest_free_block_bytes = std::max(sa.largest_free_block_bytes, b.size);
-          add_to_histogram(p.histogram, b.size);
-          break;
-      }
-      walk.add(bi, pos, pos + b.size, b.state);
-      pos += b.size;
-    }
-    if (pos < s.total_size) a.unaccounted_bytes += s.total_size - pos;
-    walk.finish();
-    sa.releasable_bytes = walk.releasable;
-    sa.stranded_bytes = walk.stranded;
-    sa.private_held_bytes = walk.private_held;
-    sa.empty_cache_pending_bytes = walk.empty_cache_pending;
-    sa.fragmentation = fragmentation_ratio(sa.largest_free_block_bytes, sa.external_free_bytes);
-
-    a.requested_bytes += sa.requested_bytes;
-    a.internal_free_bytes += sa.internal_free_bytes;
-    a.pending_free_bytes += sa.pending_free_bytes;
-    a.external_free_bytes += sa.external_free_bytes;
-    a.releasable_bytes += sa.releasable_bytes;
-    a.stranded_bytes += sa.stranded_bytes;
-    a.private_held_bytes += sa.private_held_bytes;
-    a.empty_cache_pending_bytes += sa.empty_cache_pending_bytes;
-    a.largest_free_block_bytes = std::max(a.largest_free_block_bytes, sa.largest_free_block_bytes);
-    if (sa.allocated_blocks == 0 && !private_pool) a.releasable_segments += 1;
-    if (sa.stranded_bytes != 0) a.stranding_segments += 1;
-    p.free_bytes += sa.external_free_bytes;
-    p.free_blocks += sa.free_blocks;
-    p.largest_free_block_bytes = std::max(p.largest_free_block_bytes, sa.largest_free_block_bytes);
-    p.releasable_bytes += sa.releasable_bytes;
-    p.stranded_bytes += sa.stranded_bytes;
-    p.private_held_bytes += sa.private_held_bytes;
-    for (uint32_t k = 0; k < s.block_count; ++k)
-      p.largest_stranded_block_bytes = std::max(p.largest_stranded_block_bytes, free_stranded[s.first_block + k]);
+    account_segment(d, si, a, pools[{int(s.pool), s.pool_id[0], s.pool_id[1], s.stream}], free_stranded);
   }
   a.allocated_bytes = a.requested_bytes + a.internal_free_bytes;
   a.active_bytes = a.allocated_bytes + a.pending_free_bytes;

@@ -90,18 +90,10 @@ struct Repeat {
   std::vector<uint32_t> boundaries;  // event indices
 };
 
-// The repeating allocation sequence, or nullopt (with the reason in `it`).
-std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Replay& replay, Iterations& it) {
-  size_t n = allocs.size();
-  if (n < 8) {
-    it.reason = NoIterations::TooFewAllocations;
-    return std::nullopt;
-  }
-  Occurrences occurrences;
-  for (size_t i = 0; i < n; ++i) occurrences[allocs[i].symbol].push_back(i);
-  // Candidate periods: the most frequent gaps between consecutive allocations of a
-  // stack, and the most common per-stack median gaps (a stack allocated once per
-  // step votes for the step even when per-layer stacks dominate the raw gaps).
+// Candidate periods: the most frequent gaps between consecutive allocations of a
+// stack, and the most common per-stack median gaps (a stack allocated once per
+// step votes for the step even when per-layer stacks dominate the raw gaps).
+std::vector<size_t> candidate_periods(const Occurrences& occurrences, size_t n) {
   std::unordered_map<uint64_t, size_t, SeededHash> gaps, medians;
   for (const auto& [sym, occ] : occurrences) {
     if (occ.size() < 2) continue;
@@ -119,38 +111,22 @@ std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Repl
     if (v.size() > k) v.resize(k);
     return v;
   };
-  std::vector<std::pair<size_t, size_t>> cand = top(gaps, 32);
-  for (auto& c : top(medians, 32)) cand.push_back(c);
-  std::sort(cand.begin(), cand.end());
-  cand.erase(std::unique(cand.begin(), cand.end(), [](auto& a, auto& b) { return a.first == b.first; }), cand.end());
-  double best = 0;
-  std::vector<std::pair<size_t, Periodicity>> scored;
-  for (auto [p, count] : cand) {
-    Periodicity r = periodicity(allocs, occurrences, p);
-    scored.emplace_back(p, r);
-    best = std::max(best, r.ratio);
-  }
-  it.allocations = n;
-  Repeat rep;
-  for (auto [p, r] : scored)
-    if (r.ratio >= 0.8 && r.ratio >= best - 0.005) {
-      rep.period = p;
-      rep.steady_from = r.steady_from;
-      rep.ratio = r.ratio;
-      break;
-    }
-  it.match_ratio = rep.period ? rep.ratio : best;
-  if (rep.period == 0) {
-    it.reason = scored.empty() ? NoIterations::NoRepeat : NoIterations::WeakRepeat;
-    return std::nullopt;
-  }
-  it.period_allocations = rep.period;
-  it.steady_from = rep.steady_from;
-  // Anchor the repetitions on a stack allocated once per period (robust to steps of
-  // slightly different length), choosing the one met when memory is lowest: the
-  // start of a step, after the previous one freed its activations. Judged on the
-  // steady part; the anchor's earlier occurrences still open repetitions.
+  std::vector<size_t> out;
+  for (auto& c : top(gaps, 32)) out.push_back(c.first);
+  for (auto& c : top(medians, 32)) out.push_back(c.first);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The repetitions start at a stack allocated once per period (robust to steps of
+// slightly different length), the one met when memory is lowest: the start of a
+// step, after the previous one freed its activations. Judged on the steady part;
+// the anchor's earlier occurrences still open repetitions.
+std::vector<uint32_t> anchor_boundaries(const std::vector<Alloc>& allocs, const Occurrences& occurrences,
+                                        const Replay& replay, const Repeat& rep) {
   const auto& ranges = replay.ranges();
+  const size_t n = allocs.size();
   double expected = double(n - rep.steady_from) / double(rep.period);
   const std::vector<size_t>* anchor = nullptr;
   double lowest = 0;
@@ -169,19 +145,59 @@ std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Repl
     mean /= double(occ.size());
     if (!anchor || mean < lowest || (mean == lowest && occ.front() < anchor->front())) anchor = &occ, lowest = mean;
   }
+  std::vector<uint32_t> out;
   if (anchor) {
-    for (size_t i : *anchor) rep.boundaries.push_back(allocs[i].event);
-  } else {
-    size_t phase = 0;
-    double low = -1;
-    for (size_t ph = rep.steady_from; ph < rep.steady_from + rep.period; ++ph) {
-      double sum = 0;
-      size_t k = 0;
-      for (size_t i = ph; i < n; i += rep.period, ++k) sum += double(ranges[allocs[i].range].allocated_before);
-      if (low < 0 || sum / double(k) < low) low = sum / double(k), phase = ph;
-    }
-    for (size_t i = phase; i < n; i += rep.period) rep.boundaries.push_back(allocs[i].event);
+    for (size_t i : *anchor) out.push_back(allocs[i].event);
+    return out;
   }
+  // No such stack: the phase of the period where memory is lowest on average.
+  size_t phase = 0;
+  double low = -1;
+  for (size_t ph = rep.steady_from; ph < rep.steady_from + rep.period; ++ph) {
+    double sum = 0;
+    size_t k = 0;
+    for (size_t i = ph; i < n; i += rep.period, ++k) sum += double(ranges[allocs[i].range].allocated_before);
+    if (low < 0 || sum / double(k) < low) low = sum / double(k), phase = ph;
+  }
+  for (size_t i = phase; i < n; i += rep.period) out.push_back(allocs[i].event);
+  return out;
+}
+
+// The repeating allocation sequence, or nullopt (with the reason in `it`).
+std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Replay& replay, Iterations& it) {
+  size_t n = allocs.size();
+  if (n < 8) {
+    it.reason = NoIterations::TooFewAllocations;
+    return std::nullopt;
+  }
+  Occurrences occurrences;
+  for (size_t i = 0; i < n; ++i) occurrences[allocs[i].symbol].push_back(i);
+  double best = 0;
+  std::vector<std::pair<size_t, Periodicity>> scored;
+  for (size_t p : candidate_periods(occurrences, n)) {
+    Periodicity r = periodicity(allocs, occurrences, p);
+    scored.emplace_back(p, r);
+    best = std::max(best, r.ratio);
+  }
+  it.allocations = n;
+  Repeat rep;
+  // The smallest period scoring as well as the best: multiples of the step score the
+  // same, a sub-period (one layer of a step) scores less at the phase changes.
+  for (auto [p, r] : scored)
+    if (r.ratio >= 0.8 && r.ratio >= best - 0.005) {
+      rep.period = p;
+      rep.steady_from = r.steady_from;
+      rep.ratio = r.ratio;
+      break;
+    }
+  it.match_ratio = rep.period ? rep.ratio : best;
+  if (rep.period == 0) {
+    it.reason = scored.empty() ? NoIterations::NoRepeat : NoIterations::WeakRepeat;
+    return std::nullopt;
+  }
+  it.period_allocations = rep.period;
+  it.steady_from = rep.steady_from;
+  rep.boundaries = anchor_boundaries(allocs, occurrences, replay, rep);
   return rep;
 }
 
@@ -324,29 +340,91 @@ void marker_boundaries(const Context& ctx, const snapshot::Device& d, const std:
   if (it.boundaries.size() < 2) it.reason = NoIterations::MarkerNotFound;
 }
 
-// Whether the repetitions are whole steps (see the header); fills the reason and
-// the structure when they are not.
-bool judge_repeat(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay, const Repeat& rep,
-                  Iterations& it, std::optional<Structure>& structure) {
+// What the repetitions are, whatever they turn out to be: count, size, the bytes
+// they keep, whether the trace does backward work, and the frames they all run in
+// (the innermost user frame among them is the loop's line).
+Structure describe(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay, const Repeat& rep,
+                   std::vector<snapshot::FrameId>& chain) {
   const auto& b = rep.boundaries;
   const auto& ranges = replay.ranges();
-  auto [lo, hi] = unit(allocs, b.front(), UINT32_MAX);
   Structure s;
   s.repeats = b.size();
   s.period_allocations = rep.period;
   s.first_event = b.front();
   s.last_event = static_cast<uint32_t>(replay.events() - 1);
   for (const auto& a : allocs) s.backward_seen = s.backward_seen || ctx.sites.traits(ranges[a.range].stack).backward;
+  auto [lo, hi] = unit(allocs, b.front(), UINT32_MAX);
   for (size_t j = lo; j < hi; ++j) {
     const LiveRange& r = ranges[allocs[j].range];
     if (r.freed == kNever) s.kept_bytes += r.size;
   }
-  // The frames common to the complete repetitions (the tail after the last boundary
-  // may hold other work): the innermost user frame among them is the loop's line.
-  std::vector<snapshot::FrameId> chain = common_chain(ctx, allocs, lo, unit(allocs, b.back(), UINT32_MAX).first, replay);
+  // Over the complete repetitions: the tail after the last boundary may hold other work.
+  chain = common_chain(ctx, allocs, lo, unit(allocs, b.back(), UINT32_MAX).first, replay);
   for (auto f : chain)
     if (classify_frame(ctx.snap.strings[ctx.snap.frames[f].filename]) == FrameKind::User)
       s.loop_site = ctx.sites.frame_string(f);
+  return s;
+}
+
+// Backward work in nearly every repetition, and the optimizer at work in the
+// repeating part (its allocations, or frees whose frames are its: zero_grad and
+// in-place steps allocate nothing).
+bool training_evidence(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay,
+                       const std::vector<uint32_t>& b, bool& optimizer) {
+  const auto& ranges = replay.ranges();
+  size_t with_backward = 0;
+  optimizer = false;
+  for (size_t k = 0; k < b.size(); ++k) {
+    auto [ulo, uhi] = unit(allocs, b[k], k + 1 < b.size() ? b[k + 1] : UINT32_MAX);
+    bool backward = false;
+    for (size_t j = ulo; j < uhi; ++j) {
+      const StackTraits& t = ctx.sites.traits(ranges[allocs[j].range].stack);
+      backward = backward || t.backward;
+      optimizer = optimizer || t.optimizer;
+    }
+    with_backward += backward;
+  }
+  for (uint32_t i = b.front(); i < replay.events() && !optimizer; ++i) {
+    const auto& e = replay.device().trace[i];
+    if (e.action != Action::Alloc && e.stack.v != 0) optimizer = ctx.sites.traits(e.stack).optimizer;
+  }
+  return with_backward * 10 >= b.size() * 8;
+}
+
+// A module call outside the loop's own line: every repetition runs inside one call
+// of that module, so they are its layers.
+bool inside_one_module(const Context& ctx, const std::vector<snapshot::FrameId>& chain) {
+  size_t loop = chain.size();
+  for (size_t k = 0; k < chain.size(); ++k)
+    if (classify_frame(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]) == FrameKind::User) loop = k;
+  for (size_t k = 0; k < loop && loop < chain.size(); ++k)
+    if (std::string_view(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]).find("torch/nn/modules/module.py") !=
+        std::string_view::npos)
+      return true;
+  return false;
+}
+
+// What follows the last boundary is one repetition, or the start of another, never
+// an epilogue of other work: the repetitions run to the end of the trace.
+bool spans_the_trace(const std::vector<Alloc>& allocs, const Repeat& rep) {
+  size_t hi = allocs.size();
+  size_t tail_start = unit(allocs, rep.boundaries.back(), UINT32_MAX).first;
+  size_t tail = hi - tail_start;
+  size_t matched = 0, judged = 0;
+  for (size_t j = tail_start; j < hi && j >= rep.period; ++j) {
+    ++judged;
+    matched += allocs[j].symbol == allocs[j - rep.period].symbol;
+  }
+  return tail <= rep.period + rep.period / 2 && judged > 0 && matched * 10 >= judged * 8;
+}
+
+// Whether the repetitions are whole steps (see the header); fills the reason and
+// the structure when they are not.
+bool judge_repeat(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay, const Repeat& rep,
+                  Iterations& it, std::optional<Structure>& structure) {
+  const auto& b = rep.boundaries;
+  std::vector<snapshot::FrameId> chain;
+  Structure s = describe(ctx, allocs, replay, rep, chain);
   auto as_structure = [&](NoIterations why) {
     it.reason = why;
     structure = s;
@@ -362,52 +440,14 @@ bool judge_repeat(const Context& ctx, const std::vector<Alloc>& allocs, const Re
   // but only over part of the trace.
   if ((allocs.size() - rep.steady_from) * 10 < allocs.size() * 6) return as_structure(NoIterations::PartialRepeat);
   if (s.keeps_activations) return as_structure(NoIterations::KeepsActivations);
-  // Backward work in nearly every repetition, the optimizer in the repeating part: training.
-  size_t with_backward = 0;
   bool optimizer = false;
-  for (size_t k = 0; k < b.size(); ++k) {
-    auto [ulo, uhi] = unit(allocs, b[k], k + 1 < b.size() ? b[k + 1] : UINT32_MAX);
-    bool backward = false;
-    for (size_t j = ulo; j < uhi; ++j) {
-      const StackTraits& t = ctx.sites.traits(ranges[allocs[j].range].stack);
-      backward = backward || t.backward;
-      optimizer = optimizer || t.optimizer;
-    }
-    with_backward += backward;
+  if (training_evidence(ctx, allocs, replay, b, optimizer)) {
+    if (!optimizer) return as_structure(NoIterations::NoOptimizer);
+    it.method = IterationMethod::TrainingLoop;
+    return true;
   }
-  // Frees carry the optimizer's frames too (zero_grad, in-place steps that allocate nothing).
-  for (uint32_t i = b.front(); i < replay.events() && !optimizer; ++i) {
-    const auto& e = replay.device().trace[i];
-    if (e.action != Action::Alloc && e.stack.v != 0) optimizer = ctx.sites.traits(e.stack).optimizer;
-  }
-  if (with_backward * 10 >= b.size() * 8) {
-    if (optimizer) {
-      it.method = IterationMethod::TrainingLoop;
-      return true;
-    }
-    return as_structure(NoIterations::NoOptimizer);
-  }
-  // No backward: whole passes of an inference loop, or the layers of one module:
-  // a module call outside the loop's own line means every repetition runs inside it.
-  size_t loop = chain.size();
-  for (size_t k = 0; k < chain.size(); ++k)
-    if (classify_frame(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]) == FrameKind::User) loop = k;
-  for (size_t k = 0; k < loop && loop < chain.size(); ++k)
-    if (std::string_view(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]).find("torch/nn/modules/module.py") !=
-        std::string_view::npos)
-      return as_structure(NoIterations::InsideOneCall);
-  // The repetitions must span the trace: what follows the last boundary is one
-  // repetition, or the start of another, never an epilogue of other work.
-  size_t tail = hi - unit(allocs, b.back(), UINT32_MAX).first;
-  size_t tail_start = hi - tail;
-  size_t matched = 0, judged = 0;
-  for (size_t j = tail_start; j < hi; ++j) {
-    if (j < rep.period) break;
-    ++judged;
-    matched += allocs[j].symbol == allocs[j - rep.period].symbol;
-  }
-  if (tail > rep.period + rep.period / 2 || judged == 0 || matched * 10 < judged * 8)
-    return as_structure(NoIterations::NoBackwardWork);
+  if (inside_one_module(ctx, chain)) return as_structure(NoIterations::InsideOneCall);
+  if (!spans_the_trace(allocs, rep)) return as_structure(NoIterations::NoBackwardWork);
   it.method = IterationMethod::InferenceLoop;
   return true;
 }

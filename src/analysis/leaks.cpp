@@ -76,6 +76,33 @@ std::vector<GrowingSite> growing_sites(const Context& ctx, const Replay& replay,
   return out;
 }
 
+// Allocations made in a judged iteration and still allocated at the dump, by site
+// (stable: event order within a site).
+std::vector<Retained> retained(const Context& ctx, const Replay& replay, const std::vector<uint32_t>& bounds,
+                               size_t judged) {
+  std::vector<Retained> kept;
+  for (const LiveRange& r : replay.ranges()) {
+    if (r.begin == kWindowStart || r.begin < bounds.front() || r.freed != kNever || r.pending_at_start) continue;
+    size_t iter = iteration_of(bounds, r.begin);
+    if (iter >= judged) continue;
+    kept.push_back({ctx.sites.site_of(r.stack).v, static_cast<uint32_t>(iter), r.size, r.stack, r.size <= 512});
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const Retained& a, const Retained& b) { return a.site < b.site; });
+  return kept;
+}
+
+// Allocated bytes and blocks at the dump, by site (dense site ids).
+std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> live_by_site(const Context& ctx, const snapshot::Device& d) {
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> live;
+  for (const auto& b : d.blocks)
+    if (b.state == BlockState::ActiveAllocated) {
+      auto& l = live[ctx.sites.site_of(b.stack).v];
+      l.first += b.size;
+      l.second += 1;
+    }
+  return live;
+}
+
 }  // namespace
 
 LeakResult find_leaks(const Context& ctx, const snapshot::Device& d, const Replay& replay, const Iterations& it) {
@@ -85,24 +112,8 @@ LeakResult find_leaks(const Context& ctx, const snapshot::Device& d, const Repla
   if (it.count < 5) return out;
   const size_t judged = bounds.size() - 1;  // iterations 0 .. K-2; the last may be incomplete
 
-  // Retained allocations (alloc in a judged iteration, still allocated at the dump), by site.
-  std::vector<Retained> kept;
-  for (const LiveRange& r : replay.ranges()) {
-    if (r.begin == kWindowStart || r.begin < bounds.front() || r.freed != kNever || r.pending_at_start) continue;
-    size_t iter = iteration_of(bounds, r.begin);
-    if (iter >= judged) continue;
-    kept.push_back({ctx.sites.site_of(r.stack).v, static_cast<uint32_t>(iter), r.size, r.stack, r.size <= 512});
-  }
-  std::stable_sort(kept.begin(), kept.end(), [](const Retained& a, const Retained& b) { return a.site < b.site; });
-
-  // Live at the dump, by site.
-  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> live;  // dense site ids
-  for (const auto& b : d.blocks)
-    if (b.state == BlockState::ActiveAllocated) {
-      auto& l = live[ctx.sites.site_of(b.stack).v];
-      l.first += b.size;
-      l.second += 1;
-    }
+  std::vector<Retained> kept = retained(ctx, replay, bounds, judged);
+  auto live = live_by_site(ctx, d);
 
   struct SiteFacts {
     size_t leak;

@@ -160,8 +160,30 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
     }
   }
   const auto& trace = device_.trace;
-  FlatMap64<uint64_t>& exact = exact_size_;
-  auto estimated = [&](const TraceEvent& e, bool pending) {
+  for (size_t k = trace.size(); k-- > 0;) {
+    const TraceEvent& e = trace[k];
+    uint32_t i = static_cast<uint32_t>(k);
+    switch (e.action) {
+      case Action::Alloc:
+      case Action::FreeRequested:
+      case Action::FreeCompleted:
+      case Action::Free: undo_block_event(live, e, i); break;
+      case Action::SegmentAlloc:
+      case Action::SegmentFree:
+      case Action::SegmentMap:
+      case Action::SegmentUnmap: undo_segment_event(segs, e, i); break;
+      default: break;
+    }
+  }
+  live.for_each([&](uint64_t, const LiveRange& r) { start_live.push_back(r); });
+  // A deterministic order (the map's is seeded): by address.
+  std::sort(start_live.begin(), start_live.end(), [](const LiveRange& a, const LiveRange& b) { return a.addr < b.addr; });
+}
+
+// Undoing an alloc removes its block (and learns its exact size when it survives to
+// the dump); undoing a free brings back a block of the rounded requested size.
+void Replay::undo_block_event(FlatMap64<LiveRange>& live, const TraceEvent& e, uint32_t i) {
+  auto estimated = [&](bool pending) {
     LiveRange r;
     r.addr = e.addr;
     r.size = rules::round_size(e.size, ctx_.snap.settings);
@@ -172,76 +194,67 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
     r.pending_at_start = pending;
     return r;
   };
-  for (size_t k = trace.size(); k-- > 0;) {
-    const TraceEvent& e = trace[k];
-    uint32_t i = static_cast<uint32_t>(k);
-    switch (e.action) {
-      case Action::Alloc: {
-        LiveRange* r = live.find(e.addr);
-        if (!r || r->pending_at_start) {
-          note(i, "alloc at " + hex(e.addr) + ", but no block is allocated there after it");
-          if (r) live.erase(e.addr);
-          break;
-        }
-        if (r->size_exact) exact[i] = r->size;
+  LiveRange* r = live.find(e.addr);
+  switch (e.action) {
+    case Action::Alloc:
+      if (!r || r->pending_at_start) {
+        note(i, "alloc at " + hex(e.addr) + ", but no block is allocated there after it");
+      } else if (r->size_exact) {
+        exact_size_[i] = r->size;
+      }
+      if (r) live.erase(e.addr);
+      break;
+    case Action::FreeRequested:
+      if (!r) {
+        note(i, "free_requested of " + hex(e.addr) + ", but its block is not awaiting completion after it");
+        live.try_emplace(e.addr, estimated(false));
+      } else {
+        r->pending_at_start = false;
+      }
+      break;
+    default:  // FreeCompleted, Free
+      if (r) {
+        note(i, "free of " + hex(e.addr) + ", but a block is still live there after it");
         live.erase(e.addr);
-        break;
       }
-      case Action::FreeRequested: {
-        LiveRange* r = live.find(e.addr);
-        if (!r) {
-          note(i, "free_requested of " + hex(e.addr) + ", but its block is not awaiting completion after it");
-          live.try_emplace(e.addr, estimated(e, false));
-        } else {
-          r->pending_at_start = false;
-        }
-        break;
-      }
-      case Action::FreeCompleted:
-      case Action::Free: {
-        if (live.contains(e.addr)) {
-          note(i, "free of " + hex(e.addr) + ", but a block is still live there after it");
-          live.erase(e.addr);
-        }
-        live.try_emplace(e.addr, estimated(e, e.action == Action::FreeCompleted));
-        break;
-      }
-      case Action::SegmentAlloc: {
-        auto it = segs.find(e.addr);
-        if (it == segs.end() || it->second.end - it->first != e.size)
-          note(i, "segment_alloc of " + hex(e.addr) + ", but no such segment exists after it");
-        if (it != segs.end()) segs.erase(it);
-        break;
-      }
-      case Action::SegmentFree: {
-        if (overlaps(segs, e.addr, e.size)) note(i, "segment_free of " + hex(e.addr) + ", but a segment is there after it");
-        Seg s;
-        s.end = e.addr + e.size;
-        s.stream = e.stream;
-        s.pool = guess_pool(e.addr, e.size, e.stream, false);
-        s.stack = e.stack;
-        segs[e.addr] = s;
-        break;
-      }
-      case Action::SegmentMap:
-        if (!unmap_range(segs, e.addr, e.size))
-          note(i, "segment_map of " + hex(e.addr) + ", but that range is not mapped after it");
-        break;
-      case Action::SegmentUnmap: {
-        if (overlaps(segs, e.addr, e.size)) note(i, "segment_unmap of " + hex(e.addr) + ", but it is mapped after it");
-        Seg s;
-        s.stream = e.stream;
-        s.expandable = true;
-        s.pool = guess_pool(e.addr, e.size, e.stream, true);
-        map_range(segs, e.addr, e.size, s);
-        break;
-      }
-      default: break;
+      live.try_emplace(e.addr, estimated(e.action == Action::FreeCompleted));
+      break;
+  }
+}
+
+void Replay::undo_segment_event(SegMap& segs, const TraceEvent& e, uint32_t i) {
+  switch (e.action) {
+    case Action::SegmentAlloc: {
+      auto it = segs.find(e.addr);
+      if (it == segs.end() || it->second.end - it->first != e.size)
+        note(i, "segment_alloc of " + hex(e.addr) + ", but no such segment exists after it");
+      if (it != segs.end()) segs.erase(it);
+      break;
+    }
+    case Action::SegmentFree: {
+      if (overlaps(segs, e.addr, e.size)) note(i, "segment_free of " + hex(e.addr) + ", but a segment is there after it");
+      Seg s;
+      s.end = e.addr + e.size;
+      s.stream = e.stream;
+      s.pool = guess_pool(e.addr, e.size, e.stream, false);
+      s.stack = e.stack;
+      segs[e.addr] = s;
+      break;
+    }
+    case Action::SegmentMap:
+      if (!unmap_range(segs, e.addr, e.size))
+        note(i, "segment_map of " + hex(e.addr) + ", but that range is not mapped after it");
+      break;
+    default: {  // SegmentUnmap
+      if (overlaps(segs, e.addr, e.size)) note(i, "segment_unmap of " + hex(e.addr) + ", but it is mapped after it");
+      Seg s;
+      s.stream = e.stream;
+      s.expandable = true;
+      s.pool = guess_pool(e.addr, e.size, e.stream, true);
+      map_range(segs, e.addr, e.size, s);
+      break;
     }
   }
-  live.for_each([&](uint64_t, const LiveRange& r) { start_live.push_back(r); });
-  // A deterministic order (the map's is seeded): by address.
-  std::sort(start_live.begin(), start_live.end(), [](const LiveRange& a, const LiveRange& b) { return a.addr < b.addr; });
 }
 
 int64_t Replay::apply_segment_event(SegMap& segs, const TraceEvent& e, std::string* problem) const {
@@ -284,118 +297,138 @@ int64_t Replay::apply_segment_event(SegMap& segs, const TraceEvent& e, std::stri
   }
 }
 
+// The forward sweep's working state.
+struct Replay::SweepState {
+  FlatMap64<uint32_t> live;  // address -> range id
+  SegMap segs;
+  Totals t;
+  uint32_t since_checkpoint = 0;
+};
+
 void Replay::sweep(const ReplayOptions& options) {
   const auto& trace = device_.trace;
   const uint32_t n = static_cast<uint32_t>(trace.size());
-  FlatMap64<uint32_t> live;  // address -> range id
-  Totals t;
+  SweepState s;
   for (uint32_t id = 0; id < ranges_.size(); ++id) {
     const LiveRange& r = ranges_[id];
-    live.try_emplace(r.addr, id);
+    s.live.try_emplace(r.addr, id);
     if (!r.size_exact) ++estimated_blocks_;
     if (!r.pending_at_start) {
-      t.allocated += r.size;
-      t.requested += r.requested;
+      s.t.allocated += r.size;
+      s.t.requested += r.requested;
     }
-    t.active += r.size;
+    s.t.active += r.size;
   }
-  SegMap segs = start_segments_;
-  for (const auto& [addr, s] : segs) t.reserved += s.end - addr;
-  start_totals_ = t;
+  s.segs = start_segments_;
+  for (const auto& [addr, seg] : s.segs) s.t.reserved += seg.end - addr;
+  start_totals_ = s.t;
   if (options.record_series) {
     series_allocated_.reserve(n);
     series_active_.reserve(n);
     series_reserved_.reserve(n);
   }
-  auto release = [&](LiveRange& r, uint32_t i, bool completes) {
-    if (r.freed == kNever && !r.pending_at_start) {
-      r.freed = i;
-      t.allocated -= r.size;
-      t.requested -= r.requested;
-    }
-    if (completes) {
-      r.end = i;
-      t.active -= r.size;
-    }
-  };
-  uint32_t since_checkpoint = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const TraceEvent& e = trace[i];
     switch (e.action) {
-      case Action::Alloc: {
-        if (uint32_t* old = live.find(e.addr)) {
-          note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
-          release(ranges_[*old], i, true);  // the old block is replaced
-          live.erase(e.addr);
-        } else if (containing(segs, e.addr) == segs.end()) {
-          note(i, "alloc at " + hex(e.addr) + " outside every segment");
-        }
-        LiveRange r;
-        r.addr = e.addr;
-        if (const uint64_t* size = exact_size_.find(i)) {
-          r.size = *size;
-        } else {
-          r.size = rules::round_size(e.size, ctx_.snap.settings);
-          r.size_exact = false;
-          ++estimated_blocks_;
-        }
-        r.requested = e.size;
-        r.stream = e.stream;
-        r.stack = e.stack;
-        r.begin = i;
-        r.allocated_before = t.allocated;
-        live.try_emplace(e.addr, static_cast<uint32_t>(ranges_.size()));
-        ranges_.push_back(r);
-        t.allocated += r.size;
-        t.active += r.size;
-        t.requested += r.requested;
-        break;
-      }
+      case Action::Alloc: sweep_alloc(s, e, i); break;
       case Action::FreeRequested:
       case Action::FreeCompleted:
-      case Action::Free: {
-        uint32_t* id = live.find(e.addr);
-        if (!id) {
-          if (e.action != Action::FreeRequested)
-            note(i, std::string(snapshot::to_string(e.action)) + " of " + hex(e.addr) + ", where no block is live");
-          break;
-        }
-        bool completes = e.action != Action::FreeRequested;
-        release(ranges_[*id], i, completes);
-        if (completes) live.erase(e.addr);
-        break;
-      }
+      case Action::Free: sweep_free(s, e, i); break;
       case Action::SegmentAlloc:
       case Action::SegmentFree:
       case Action::SegmentMap:
       case Action::SegmentUnmap: {
         segment_events_.push_back(i);
         std::string problem;
-        t.reserved += static_cast<uint64_t>(apply_segment_event(segs, e, &problem));  // two's complement delta
+        s.t.reserved += static_cast<uint64_t>(apply_segment_event(s.segs, e, &problem));  // two's complement delta
         if (!problem.empty()) note(i, std::move(problem));
         break;
       }
       default: break;
     }
-    if (!peak_allocated_ || t.allocated > peak_allocated_->totals.allocated) peak_allocated_ = TotalsAt{i, t};
-    if (!peak_reserved_ || t.reserved > peak_reserved_->totals.reserved) peak_reserved_ = TotalsAt{i, t};
-    if (e.action == Action::Oom) ooms_.push_back({i, t});
-    if (options.record_series) {
-      series_allocated_.push_back(t.allocated);
-      series_active_.push_back(t.active);
-      series_reserved_.push_back(t.reserved);
-    }
-    if (++since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), live.size()) && i + 1 < n) {
-      Checkpoint c;
-      c.event = i;
-      c.first_new_range = static_cast<uint32_t>(ranges_.size());
-      c.live.reserve(live.size());
-      live.for_each([&](uint64_t, uint32_t id) { c.live.push_back(id); });
-      std::sort(c.live.begin(), c.live.end());
-      checkpoints_.push_back(std::move(c));
-      since_checkpoint = 0;
-    }
+    record(s, e, i, options);
+    if (++s.since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), s.live.size()) &&
+        i + 1 < n)
+      checkpoint(s, i);
   }
+}
+
+// The program freed the block (free_requested, or a free that completes at once),
+// and, when `completes`, the allocator took it back.
+void Replay::release(SweepState& s, LiveRange& r, uint32_t i, bool completes) {
+  if (r.freed == kNever && !r.pending_at_start) {
+    r.freed = i;
+    s.t.allocated -= r.size;
+    s.t.requested -= r.requested;
+  }
+  if (completes) {
+    r.end = i;
+    s.t.active -= r.size;
+  }
+}
+
+void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
+  if (uint32_t* old = s.live.find(e.addr)) {
+    note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
+    release(s, ranges_[*old], i, true);  // the old block is replaced
+    s.live.erase(e.addr);
+  } else if (containing(s.segs, e.addr) == s.segs.end()) {
+    note(i, "alloc at " + hex(e.addr) + " outside every segment");
+  }
+  LiveRange r;
+  r.addr = e.addr;
+  if (const uint64_t* size = exact_size_.find(i)) {
+    r.size = *size;
+  } else {
+    r.size = rules::round_size(e.size, ctx_.snap.settings);
+    r.size_exact = false;
+    ++estimated_blocks_;
+  }
+  r.requested = e.size;
+  r.stream = e.stream;
+  r.stack = e.stack;
+  r.begin = i;
+  r.allocated_before = s.t.allocated;
+  s.live.try_emplace(e.addr, static_cast<uint32_t>(ranges_.size()));
+  ranges_.push_back(r);
+  s.t.allocated += r.size;
+  s.t.active += r.size;
+  s.t.requested += r.requested;
+}
+
+void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
+  uint32_t* id = s.live.find(e.addr);
+  if (!id) {
+    if (e.action != Action::FreeRequested)
+      note(i, std::string(snapshot::to_string(e.action)) + " of " + hex(e.addr) + ", where no block is live");
+    return;
+  }
+  bool completes = e.action != Action::FreeRequested;
+  release(s, ranges_[*id], i, completes);
+  if (completes) s.live.erase(e.addr);
+}
+
+// What consumers read of the totals after event i: peaks, OOMs, the series.
+void Replay::record(const SweepState& s, const TraceEvent& e, uint32_t i, const ReplayOptions& options) {
+  if (!peak_allocated_ || s.t.allocated > peak_allocated_->totals.allocated) peak_allocated_ = TotalsAt{i, s.t};
+  if (!peak_reserved_ || s.t.reserved > peak_reserved_->totals.reserved) peak_reserved_ = TotalsAt{i, s.t};
+  if (e.action == Action::Oom) ooms_.push_back({i, s.t});
+  if (options.record_series) {
+    series_allocated_.push_back(s.t.allocated);
+    series_active_.push_back(s.t.active);
+    series_reserved_.push_back(s.t.reserved);
+  }
+}
+
+void Replay::checkpoint(SweepState& s, uint32_t i) {
+  Checkpoint c;
+  c.event = i;
+  c.first_new_range = static_cast<uint32_t>(ranges_.size());
+  c.live.reserve(s.live.size());
+  s.live.for_each([&](uint64_t, uint32_t id) { c.live.push_back(id); });
+  std::sort(c.live.begin(), c.live.end());
+  checkpoints_.push_back(std::move(c));
+  s.since_checkpoint = 0;
 }
 
 std::optional<uint32_t> Replay::range_of_alloc(uint32_t event) const {

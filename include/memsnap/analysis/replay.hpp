@@ -153,8 +153,16 @@ class Replay {
   };
   using SegMap = std::map<uint64_t, Seg>;
 
+  struct SweepState;
   void undo(std::vector<LiveRange>& start_live, SegMap& segs);
+  void undo_block_event(FlatMap64<LiveRange>& live, const snapshot::TraceEvent& e, uint32_t i);
+  void undo_segment_event(SegMap& segs, const snapshot::TraceEvent& e, uint32_t i);
   void sweep(const ReplayOptions& options);
+  void sweep_alloc(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
+  void sweep_free(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
+  void release(SweepState& s, LiveRange& r, uint32_t i, bool completes);
+  void record(const SweepState& s, const snapshot::TraceEvent& e, uint32_t i, const ReplayOptions& options);
+  void checkpoint(SweepState& s, uint32_t i);
   /// Applies one segment event; returns the change in reserved bytes and, when the
   /// event contradicts the map, says why in `problem` (if given).
   int64_t apply_segment_event(SegMap& segs, const snapshot::TraceEvent& e, std::string* problem) const;
