@@ -240,10 +240,8 @@ std::vector<snapshot::FrameId> common_chain(const Context& ctx, const std::vecto
     auto [it, inserted] = chains.try_emplace(st.v);
     if (inserted) {
       for (auto f : snap.stacks[st]) {
-        std::string_view file = snap.strings[snap.frames[f].filename];
-        FrameKind kind = classify_frame(file);
-        if ((kind == FrameKind::User || kind == FrameKind::Torch) && !is_noise_frame(file, snap.strings[snap.frames[f].name]))
-          it->second.push_back(f);
+        const auto& fi = ctx.sites.frame_info(f);
+        if ((fi.kind == FrameKind::User || fi.kind == FrameKind::Torch) && !fi.noise) it->second.push_back(f);
       }
       std::reverse(it->second.begin(), it->second.end());
     }
@@ -361,8 +359,7 @@ Structure describe(const Context& ctx, const std::vector<Alloc>& allocs, const R
   // Over the complete repetitions: the tail after the last boundary may hold other work.
   chain = common_chain(ctx, allocs, lo, unit(allocs, b.back(), UINT32_MAX).first, replay);
   for (auto f : chain)
-    if (classify_frame(ctx.snap.strings[ctx.snap.frames[f].filename]) == FrameKind::User)
-      s.loop_site = ctx.sites.frame_string(f);
+    if (ctx.sites.frame_info(f).kind == FrameKind::User) s.loop_site = ctx.sites.frame_string(f);
   return s;
 }
 
@@ -396,11 +393,9 @@ bool training_evidence(const Context& ctx, const std::vector<Alloc>& allocs, con
 bool inside_one_module(const Context& ctx, const std::vector<snapshot::FrameId>& chain) {
   size_t loop = chain.size();
   for (size_t k = 0; k < chain.size(); ++k)
-    if (classify_frame(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]) == FrameKind::User) loop = k;
+    if (ctx.sites.frame_info(chain[k]).kind == FrameKind::User) loop = k;
   for (size_t k = 0; k < loop && loop < chain.size(); ++k)
-    if (std::string_view(ctx.snap.strings[ctx.snap.frames[chain[k]].filename]).find("torch/nn/modules/module.py") !=
-        std::string_view::npos)
-      return true;
+    if (ctx.sites.frame_info(chain[k]).module_call) return true;
   return false;
 }
 

@@ -110,6 +110,8 @@ std::string autograd_node(std::string_view name) {
 }
 
 Sites::Sites(const snapshot::Snapshot& snap) : snap_(snap) {
+  frames_.reserve(snap.frames.size());
+  for (uint32_t f = 0; f < snap.frames.size(); ++f) frames_.push_back(describe_frame(snapshot::FrameId{f}));
   const size_t n = snap.stacks.size();
   site_of_stack_.resize(n);
   traits_.resize(n);
@@ -146,6 +148,24 @@ std::string Sites::frame_string(snapshot::FrameId id) const {
   return out;
 }
 
+Sites::FrameInfo Sites::describe_frame(snapshot::FrameId f) const {
+  std::string_view file = snap_.strings[snap_.frames[f].filename];
+  std::string_view name = snap_.strings[snap_.frames[f].name];
+  FrameInfo i;
+  i.kind = classify_frame(file);
+  i.noise = is_noise_frame(file, name);
+  i.backward = is_backward_frame(file, name);
+  i.optimizer = contains(file, "/optim/") || contains(file, "/optimizers/") || contains(name, "Optimizer.step");
+  i.module_call = contains(file, "torch/nn/modules/module.py");
+  i.forward = name == "forward" || contains(file, "torch/nn/modules/");
+  if (i.kind == FrameKind::Native) {
+    i.node = autograd_node(name);
+    i.op = aten_op(name);
+    i.machinery = allocation_machinery(name);
+  }
+  return i;
+}
+
 std::string Sites::compute_site(snapshot::StackId stack, StackTraits& traits, uint32_t& frame) const {
   // The innermost user frame; else the innermost Python frame; else, for stacks
   // captured in C++ only, the autograd node or ATen operator being run; else the
@@ -154,37 +174,34 @@ std::string Sites::compute_site(snapshot::StackId stack, StackTraits& traits, ui
   const snapshot::FrameId* python = nullptr;
   const snapshot::FrameId* native = nullptr;
   const snapshot::FrameId* innermost = nullptr;
-  std::string node, op;
+  std::string_view node, op;
   for (const auto& f : snap_.stacks[stack]) {
-    std::string_view file = snap_.strings[snap_.frames[f].filename];
-    std::string_view name = snap_.strings[snap_.frames[f].name];
-    if (is_backward_frame(file, name)) traits.backward = true;
-    if (contains(file, "/optim/") || contains(file, "/optimizers/") || contains(name, "Optimizer.step"))
-      traits.optimizer = true;
-    if (contains(file, "torch/nn/modules/module.py")) traits.module_call = true;
-    if (name == "forward" || contains(file, "torch/nn/modules/")) traits.forward = true;
-    if (!text.empty() || is_noise_frame(file, name)) continue;
+    const FrameInfo& fi = frames_[f.v];
+    traits.backward = traits.backward || fi.backward;
+    traits.optimizer = traits.optimizer || fi.optimizer;
+    traits.module_call = traits.module_call || fi.module_call;
+    traits.forward = traits.forward || fi.forward;
+    if (!text.empty() || fi.noise) continue;
     if (!innermost) innermost = &f;
-    FrameKind kind = classify_frame(file);
-    if (kind == FrameKind::User) {
+    if (fi.kind == FrameKind::User) {
       text = frame_string(f);
       frame = f.v;
       continue;
     }
-    if (kind != FrameKind::Native) {
+    if (fi.kind != FrameKind::Native) {
       if (!python) python = &f;
       continue;
     }
-    if (node.empty()) node = autograd_node(name);
-    if (op.empty()) op = aten_op(name);
-    if (!native && !allocation_machinery(name)) native = &f;
+    if (node.empty()) node = fi.node;
+    if (op.empty()) op = fi.op;
+    if (!native && !fi.machinery) native = &f;
   }
   if (!text.empty()) return text;
   const snapshot::FrameId* named = python ? python : !node.empty() || !op.empty() ? nullptr : native ? native : innermost;
   if (named) frame = named->v;
   if (python) return frame_string(*python);
-  if (!node.empty()) return "backward: " + node;
-  if (!op.empty()) return op;
+  if (!node.empty()) return "backward: " + std::string(node);
+  if (!op.empty()) return std::string(op);
   if (native) return frame_string(*native);
   if (innermost) return frame_string(*innermost);
   return kNoStack;
@@ -193,8 +210,7 @@ std::string Sites::compute_site(snapshot::StackId stack, StackTraits& traits, ui
 std::vector<std::string> Sites::stack(snapshot::StackId stack) const {
   std::vector<std::string> out;
   for (const auto& f : snap_.stacks[stack]) {
-    const auto& fr = snap_.frames[f];
-    if (is_noise_frame(snap_.strings[fr.filename], snap_.strings[fr.name])) continue;
+    if (frames_[f.v].noise) continue;
     out.push_back(frame_string(f));
   }
   return out;
@@ -205,9 +221,7 @@ std::vector<std::string> Sites::callers(snapshot::StackId stack, size_t max) con
   const std::string& own = site(stack);
   bool past_site = false;
   for (snapshot::FrameId id : snap_.stacks[stack]) {
-    const snapshot::Frame& fr = snap_.frames[id];
-    std::string_view file = snap_.strings[fr.filename];
-    if (is_noise_frame(file, snap_.strings[fr.name]) || classify_frame(file) != FrameKind::User) continue;
+    if (frames_[id.v].noise || frames_[id.v].kind != FrameKind::User) continue;
     std::string text = frame_string(id);
     if (!past_site) {
       past_site = text == own;
@@ -221,11 +235,8 @@ std::vector<std::string> Sites::callers(snapshot::StackId stack, size_t max) con
 
 std::vector<snapshot::FrameId> Sites::user_chain(snapshot::StackId stack) const {
   std::vector<snapshot::FrameId> out;
-  for (snapshot::FrameId id : snap_.stacks[stack]) {
-    const snapshot::Frame& fr = snap_.frames[id];
-    std::string_view file = snap_.strings[fr.filename];
-    if (!is_noise_frame(file, snap_.strings[fr.name]) && classify_frame(file) == FrameKind::User) out.push_back(id);
-  }
+  for (snapshot::FrameId id : snap_.stacks[stack])
+    if (!frames_[id.v].noise && frames_[id.v].kind == FrameKind::User) out.push_back(id);
   return {out.rbegin(), out.rend()};
 }
 

@@ -68,12 +68,24 @@ class Sites {
   /// The printable form of one frame: "file.py:12:fn" (native frames without a file: the name).
   std::string frame_string(snapshot::FrameId f) const;
 
+  /// What one frame is, computed once per distinct frame (however long its strings,
+  /// however many stacks share it).
+  struct FrameInfo {
+    FrameKind kind = FrameKind::Native;
+    bool noise = false, backward = false, optimizer = false, module_call = false, forward = false;
+    bool machinery = false;  // the caching allocator or tensor construction
+    std::string node, op;    // native frames: the autograd node and ATen op they run, if any
+  };
+  const FrameInfo& frame_info(snapshot::FrameId f) const { return frames_[f.v]; }
+
   static constexpr const char* kNoStack = "<no stack recorded>";
 
  private:
+  FrameInfo describe_frame(snapshot::FrameId f) const;
   std::string compute_site(snapshot::StackId stack, StackTraits& traits, uint32_t& frame) const;
 
   const snapshot::Snapshot& snap_;
+  std::vector<FrameInfo> frames_;
   std::vector<SiteId> site_of_stack_;
   std::vector<StackTraits> traits_;
   std::vector<uint32_t> site_frame_;  // FrameId, or UINT32_MAX
