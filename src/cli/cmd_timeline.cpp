@@ -1,17 +1,14 @@
 // `memsnap timeline FILE -o OUT`: allocated, active and reserved bytes over time, as SVG or CSV.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "common.hpp"
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/timeline.hpp"
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/util/units.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -31,6 +28,7 @@ struct TimelineArgs {
   int width = 1200;
   int height = 420;
   std::string iteration_marker;
+  bool quiet = false;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -47,23 +45,6 @@ PlotFormat resolve_format(const TimelineArgs& a) {
   if (a.output == "-") return PlotFormat::Svg;
   throw Failure("-o " + a.output + ": cannot tell the format from the name (use .svg or .csv, or --format svg|csv)",
                 kBadInput);
-}
-
-// Writes the whole document, reporting any failure (open, write, close) with strerror.
-void write_output(const std::string& path, const std::string& data) {
-  if (path == "-") {
-    std::cout << data;
-    std::cout.flush();
-    if (!std::cout) throw Failure("<stdout>: write failed", kBadInput);
-    return;
-  }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Failure(path + ": cannot write: " + std::strerror(errno), kBadInput);
-  size_t n = std::fwrite(data.data(), 1, data.size(), f);
-  int err = n == data.size() ? 0 : errno;
-  if (std::fclose(f) != 0 && err == 0) err = errno;
-  if (n != data.size() || err != 0)
-    throw Failure(path + ": cannot write: " + std::strerror(err ? err : EIO), kBadInput);
 }
 
 }  // namespace
@@ -101,10 +82,13 @@ void add_timeline(CLI::App& app) {
   cmd->add_option("--max-memory", args->max_memory,
                   "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
       ->option_text("SIZE");
+  add_quiet_option(*cmd, args->quiet);
   cmd->callback([args] {
     PlotFormat format = resolve_format(*args);
+    io::OutputFile output = open_output(args->output, {args->file});  // refused or unwritable: before the work
     CommonOptions common;
     common.max_memory = args->max_memory;
+    common.quiet = args->quiet;
     snapshot::Loaded loaded = load(args->file, common);
     print_warnings(loaded);
     const auto& snap = loaded.snapshot;
@@ -138,13 +122,13 @@ void add_timeline(CLI::App& app) {
       std::cerr << "memsnap: note: " << shown << ": device " << dev << " has no trace entries: not plotted\n";
 
     report::TimelineView view{&loaded.input, &timelines};
-    std::ostringstream out;
-    if (format == PlotFormat::Svg)
-      report::write_timeline_svg(out, view, report::SvgOptions{args->width, args->height});
-    else
-      report::write_timeline_csv(out, view);
-    write_output(args->output, out.str());
-    if (args->output != "-") {
+    write_output(output, [&](std::ostream& out) {
+      if (format == PlotFormat::Svg)
+        report::write_timeline_svg(out, view, report::SvgOptions{args->width, args->height});
+      else
+        report::write_timeline_csv(out, view);
+    });
+    if (args->output != "-" && !args->quiet) {
       size_t points = 0;
       for (const auto& t : timelines) points += t.points.size();
       std::cerr << "wrote " << args->output << " (" << timelines.size()

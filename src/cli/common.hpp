@@ -30,6 +30,7 @@ struct CommonOptions {
   Format format = Format::Text;
   bool no_color = false;
   std::string max_memory = "16GiB";
+  bool quiet = false;  // no progress line
 };
 
 /// Which device and which moment a command looks at: --device, --at, --at-time.
@@ -60,8 +61,10 @@ DeviceState device_state(const StateOptions& options, const snapshot::Snapshot& 
 /// The FILE positional every single-snapshot command takes.
 void add_file_option(CLI::App& cmd, std::string& file);
 
-/// Adds --format, --no-color and --max-memory to a subcommand.
+/// Adds --format, --no-color, --max-memory and --quiet to a subcommand.
 void add_common_options(CLI::App& cmd, CommonOptions& options);
+/// Adds -q/--quiet alone (commands with their own --format).
+void add_quiet_option(CLI::App& cmd, bool& quiet);
 /// Loads a snapshot; any InputError becomes a Failure naming the file.
 snapshot::Loaded load(const std::string& path, const CommonOptions& options);
 /// Terminal width and colour for stdout.

@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/version.hpp"
+#include "output.hpp"
 
 namespace {
 
@@ -39,6 +40,7 @@ class WrappingFormatter : public CLI::Formatter {
 
 int main(int argc, char** argv) {
   using namespace memsnap::cli;
+  memsnap::io::CheckedStdout checked_stdout;  // every byte to stdout is checked (finish_stdout)
   CLI::App app{"memsnap: explain PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot)"};
   app.formatter(std::make_shared<WrappingFormatter>());
   app.set_version_flag("--version", std::string("memsnap ") + memsnap::kVersion);
@@ -53,11 +55,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return finish_stdout(checked_stdout, app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish_stdout(checked_stdout, app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish_stdout(checked_stdout, app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::cerr << "memsnap: " << e.what() << "\nRun 'memsnap --help' for usage.\n";
     return kBadInput;
@@ -75,5 +77,5 @@ int main(int argc, char** argv) {
     std::cerr << "memsnap: internal error: " << e.what() << '\n';
     return kBadInput;
   }
-  return kOk;
+  return finish_stdout(checked_stdout, kOk);
 }
