@@ -76,5 +76,6 @@ void add_analyze(CLI::App& app);
 void add_diff(CLI::App& app);
 void add_segments(CLI::App& app);
 void add_timeline(CLI::App& app);
+void add_export(CLI::App& app);
 
 }  // namespace memsnap::cli

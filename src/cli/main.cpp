@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   add_diff(app);
   add_segments(app);
   add_timeline(app);
+  add_export(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
