@@ -77,5 +77,7 @@ void add_diff(CLI::App& app);
 void add_segments(CLI::App& app);
 void add_timeline(CLI::App& app);
 void add_export(CLI::App& app);
+/// The hidden `completions bash|zsh`: shell completion generated from `app` itself.
+void add_completions(CLI::App& app);
 
 }  // namespace memsnap::cli

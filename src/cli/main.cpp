@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   add_segments(app);
   add_timeline(app);
   add_export(app);
+  add_completions(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
