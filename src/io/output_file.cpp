@@ -2,6 +2,8 @@
 #include "memsnap/io/output_file.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -108,11 +110,11 @@ void install_handlers() {
 
 int claim_slot(const std::string& path) {
   if (path.size() >= PATH_MAX) return -1;
-  install_handlers();
   std::lock_guard<std::mutex> lock(g_slots_mutex);
   for (int i = 0; i < kSlots; ++i) {
     if (g_temp_used[i]) continue;
     std::memcpy(g_temp_path[i], path.c_str(), path.size() + 1);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the handler never sees half a path
     g_temp_used[i] = 1;
     return i;
   }
@@ -190,10 +192,20 @@ OutputFile::OutputFile(const std::string& path, std::span<const std::string> inp
     std::string tmpl = (dir == "/" ? "" : dir) + "/." + base + ".memsnap-XXXXXX";
     std::vector<char> name(tmpl.begin(), tmpl.end());
     name.push_back('\0');
+    // The file and its cleanup slot appear together: a signal in between would leave it behind.
+    install_handlers();
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     fd_ = ::mkostemp(name.data(), O_CLOEXEC);
-    if (fd_ < 0) throw OutputError(path + ": cannot write: " + reason(errno));
-    temp_ = name.data();
-    slot_ = claim_slot(temp_);
+    int err = errno;
+    if (fd_ >= 0) {
+      temp_ = name.data();
+      slot_ = claim_slot(temp_);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);  // a signal that came meanwhile is handled now
+    if (fd_ < 0) throw OutputError(path + ": cannot write: " + reason(err));
     // The permissions a plain open() would give, or those of the file it replaces.
     ::fchmod(fd_, exists ? (st.st_mode & 07777) : default_mode());
   }
