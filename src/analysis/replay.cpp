@@ -463,7 +463,7 @@ ReplayedState Replay::state_after(uint32_t index) const {
     if (i > index) break;
     apply_segment_event(segs, device_.trace[i], nullptr);
   }
-  out.device = to_device(segs, live, index);
+  out.device = to_device(segs, live, [index](const LiveRange& r) { return r.allocated_at(index); });
   for (const LiveRange* r : live) {
     out.totals.active += r->size;
     if (r->allocated_at(index)) {
@@ -479,7 +479,22 @@ ReplayedState Replay::state_after(uint32_t index) const {
   return out;
 }
 
-snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<const LiveRange*>& blocks, uint32_t at) const {
+ReplayedState Replay::state_at_start() const {
+  ReplayedState out;
+  std::vector<const LiveRange*> live;
+  for (uint32_t id = 0; id < first_window_range_; ++id) live.push_back(&ranges_[id]);  // sorted by address
+  out.device = to_device(start_segments_, live, [](const LiveRange& r) { return !r.pending_at_start; });
+  out.totals = start_totals_;
+  for (const LiveRange* r : live)
+    if (!r->size_exact) {
+      ++out.estimated_blocks;
+      out.size_uncertainty += size_slack(r->size);
+    }
+  return out;
+}
+
+snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<const LiveRange*>& blocks,
+                                   const std::function<bool(const LiveRange&)>& allocated) const {
   snapshot::Device d;
   d.index = device_.index;
   size_t bi = 0;
@@ -518,7 +533,7 @@ snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<const L
       b.requested_size = r.requested;
       b.requested_known = true;
       b.stack = r.stack;
-      b.state = r.allocated_at(at) ? BlockState::ActiveAllocated : BlockState::ActivePendingFree;
+      b.state = allocated(r) ? BlockState::ActiveAllocated : BlockState::ActivePendingFree;
       d.blocks.push_back(b);
       cursor = r.addr + b.size;
     }

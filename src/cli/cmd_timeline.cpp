@@ -1,16 +1,13 @@
 // `memsnap timeline FILE -o OUT`: allocated, active and reserved bytes over time, as SVG or CSV.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "common.hpp"
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -48,23 +45,6 @@ PlotFormat resolve_format(const TimelineArgs& a) {
                 kBadInput);
 }
 
-// Writes the whole document, reporting any failure (open, write, close) with strerror.
-void write_output(const std::string& path, const std::string& data) {
-  if (path == "-") {
-    std::cout << data;
-    std::cout.flush();
-    if (!std::cout) throw Failure("<stdout>: write failed", kBadInput);
-    return;
-  }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Failure(path + ": cannot write: " + std::strerror(errno), kBadInput);
-  size_t n = std::fwrite(data.data(), 1, data.size(), f);
-  int err = n == data.size() ? 0 : errno;
-  if (std::fclose(f) != 0 && err == 0) err = errno;
-  if (n != data.size() || err != 0)
-    throw Failure(path + ": cannot write: " + std::strerror(err ? err : EIO), kBadInput);
-}
-
 }  // namespace
 
 void add_timeline(CLI::App& app) {
@@ -100,6 +80,7 @@ void add_timeline(CLI::App& app) {
   add_common_options(*cmd, args->common, false);
   cmd->callback([args] {
     PlotFormat format = resolve_format(*args);
+    io::OutputFile output = open_output(args->output, {args->file});  // refused or unwritable: before the work
     snapshot::Loaded loaded = load(args->file, args->common);
     std::string shown = shown_path(args->file);
     analysis::AnalyzeOptions options;
@@ -129,13 +110,13 @@ void add_timeline(CLI::App& app) {
       std::cerr << "memsnap: note: " << terminal_safe(shown) << ": device " << dev << " has no trace entries: not plotted\n";
 
     report::TimelineView view{&loaded.input, &timelines, result.time_origin_us};
-    std::ostringstream out;
-    if (format == PlotFormat::Svg)
-      report::write_timeline_svg(out, view, report::SvgOptions{args->width, args->height});
-    else
-      report::write_timeline_csv(out, view);
-    write_output(args->output, out.str());
-    if (args->output != "-") {
+    write_output(output, [&](std::ostream& out) {
+      if (format == PlotFormat::Svg)
+        report::write_timeline_svg(out, view, report::SvgOptions{args->width, args->height});
+      else
+        report::write_timeline_csv(out, view);
+    });
+    if (args->output != "-" && !args->common.quiet) {
       size_t points = 0;
       for (const auto& t : timelines) points += t.points.size();
       std::cerr << "wrote " << args->output << " (" << timelines.size()

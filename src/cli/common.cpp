@@ -10,6 +10,7 @@
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -23,6 +24,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool format) {
   cmd.add_option("--max-memory", o.max_memory,
                  "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
       ->option_text("SIZE");
+  add_quiet_option(cmd, o.quiet);
+}
+
+void add_quiet_option(CLI::App& cmd, bool& quiet) {
+  cmd.add_flag("-q,--quiet", quiet, "No progress line on stderr while reading a large input");
 }
 
 snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
@@ -31,6 +37,8 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + o.max_memory + "'", kBadInput);
   lo.read.max_buffer_bytes = *limit;
   std::string shown = shown_path(path);
+  ProgressLine progress(o.quiet);
+  lo.progress = progress.callback();
   try {
     return snapshot::load_snapshot(path, lo);
   } catch (const InputError& e) {

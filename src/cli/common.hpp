@@ -33,6 +33,7 @@ struct CommonOptions {
   Format format = Format::Text;
   bool no_color = false;
   std::string max_memory = "16GiB";
+  bool quiet = false;  // no progress line
 };
 
 /// Which device and which moment a command looks at: --device, --at, --at-time.
@@ -47,8 +48,10 @@ void apply(const StateOptions& state, analysis::AnalyzeOptions& options);
 
 /// The FILE positional every single-snapshot command takes.
 void add_file_option(CLI::App& cmd, std::string& file);
-/// Adds --format text|json (unless the command has its own), --no-color and --max-memory.
+/// Adds --format text|json (unless the command has its own), --no-color, --max-memory and --quiet.
 void add_common_options(CLI::App& cmd, CommonOptions& options, bool format = true);
+/// Adds -q/--quiet alone.
+void add_quiet_option(CLI::App& cmd, bool& quiet);
 /// Loads a snapshot; any InputError becomes a Failure naming the file.
 snapshot::Loaded load(const std::string& path, const CommonOptions& options);
 /// Terminal width (40 to 240 columns) and colour for stdout.
@@ -65,5 +68,8 @@ void add_timeline(CLI::App& app);
 void add_events(CLI::App& app);
 void add_flame(CLI::App& app);
 void add_callgraph(CLI::App& app);
+void add_export(CLI::App& app);
+/// The hidden `completions bash|zsh`: shell completion generated from `app` itself.
+void add_completions(CLI::App& app);
 
 }  // namespace memsnap::cli

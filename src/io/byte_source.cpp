@@ -48,8 +48,12 @@ void grow(std::vector<uint8_t>& out, size_t used, uint64_t limit, const char* wh
   out.resize(want);
 }
 
-std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit) {
+// Input handed to the decompressor per call: small enough for a progress line to move.
+constexpr size_t kInputChunk = size_t{4} << 20;
+
+std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit, const ProgressFn& progress) {
   std::vector<uint8_t> out;
+  ProgressTicker ticker(&progress, in.size());
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) throw InputError("", "cannot initialise zlib");
   struct End {
@@ -60,7 +64,8 @@ std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit) {
   size_t consumed = 0;
   out.resize(std::min<uint64_t>(limit, std::max<size_t>(in.size() * 4, 1 << 16)));
   for (;;) {
-    size_t chunk = std::min<size_t>(in.size() - consumed, 1u << 30);
+    ticker.at(consumed);
+    size_t chunk = std::min<size_t>(in.size() - consumed, kInputChunk);
     zs.next_in = const_cast<Bytef*>(in.data() + consumed);
     zs.avail_in = static_cast<uInt>(chunk);
     if (used == out.size()) grow(out, used, limit, "decompressed gzip data");
@@ -85,8 +90,9 @@ std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit) {
   return out;
 }
 
-std::vector<uint8_t> decompress_zstd(std::span<const uint8_t> in, uint64_t limit) {
+std::vector<uint8_t> decompress_zstd(std::span<const uint8_t> in, uint64_t limit, const ProgressFn& progress) {
   std::vector<uint8_t> out;
+  ProgressTicker ticker(&progress, in.size());
   unsigned long long hint = ZSTD_getFrameContentSize(in.data(), in.size());
   if (hint != ZSTD_CONTENTSIZE_UNKNOWN && hint != ZSTD_CONTENTSIZE_ERROR) {
     if (hint > limit) too_big(limit, "decompressed zstd data");
@@ -98,14 +104,16 @@ std::vector<uint8_t> decompress_zstd(std::span<const uint8_t> in, uint64_t limit
   ZSTD_inBuffer src{in.data(), in.size(), 0};
   size_t used = 0;
   size_t last = 1;
-  while (src.pos < src.size || last != 0) {
+  while (src.pos < in.size() || last != 0) {
+    ticker.at(src.pos);
+    src.size = std::min(in.size(), src.pos + kInputChunk);
     if (used == out.size()) grow(out, used, limit, "decompressed zstd data");
     ZSTD_outBuffer dst{out.data() + used, out.size() - used, 0};
     size_t before = src.pos;
     last = ZSTD_decompressStream(ctx.get(), &dst, &src);
     used += dst.pos;
     if (ZSTD_isError(last)) throw_at_offset(src.pos, std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
-    if (src.pos == src.size && last != 0 && dst.pos == 0 && src.pos == before)
+    if (src.pos == in.size() && last != 0 && dst.pos == 0 && src.pos == before)
       throw_at_offset(src.pos, "truncated zstd stream");
   }
   out.resize(used);
@@ -156,8 +164,8 @@ ByteSource ByteSource::from_bytes(std::vector<uint8_t> bytes, const ReadOptions&
   s.stored_bytes_ = bytes.size();
   s.compression_ = detect_compression(bytes);
   switch (s.compression_) {
-    case Compression::Gzip: s.buffer_ = inflate_gzip(bytes, options.max_buffer_bytes); break;
-    case Compression::Zstd: s.buffer_ = decompress_zstd(bytes, options.max_buffer_bytes); break;
+    case Compression::Gzip: s.buffer_ = inflate_gzip(bytes, options.max_buffer_bytes, options.progress); break;
+    case Compression::Zstd: s.buffer_ = decompress_zstd(bytes, options.max_buffer_bytes, options.progress); break;
     case Compression::None: s.buffer_ = std::move(bytes); break;
   }
   s.data_ = s.buffer_;
@@ -210,8 +218,8 @@ ByteSource ByteSource::open(const std::string& path, const ReadOptions& options)
       return s;
     }
     try {
-      s.buffer_ = s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options.max_buffer_bytes)
-                                                      : decompress_zstd(bytes, options.max_buffer_bytes);
+      s.buffer_ = s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options.max_buffer_bytes, options.progress)
+                                                      : decompress_zstd(bytes, options.max_buffer_bytes, options.progress);
     } catch (...) {
       munmap(m, len);
       throw;

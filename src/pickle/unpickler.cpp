@@ -143,7 +143,7 @@ class Unpickler {
  public:
   Unpickler(std::span<const uint8_t> in, const Limits& limits)
       : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), limits_(limits), g_(in),
-        stack_(limits.max_stack) {
+        stack_(limits.max_stack), ticker_(&limits_.progress, in.size()) {
   }
 
   ValueGraph run(PickleInfo* info);
@@ -263,6 +263,7 @@ class Unpickler {
   std::unordered_map<uint64_t, ValueId> sparse_;
   uint64_t memo_count_ = 0;
   int protocol_ = 0;
+  ProgressTicker ticker_;
 };
 
 void Unpickler::check_kind(ValueId target, Kind want, Kind alt, const char* what) const {
@@ -465,6 +466,7 @@ ValueGraph Unpickler::run(PickleInfo* info) {
   uint64_t ops = 0;
   for (;;) {
     op_at_ = p_;
+    ticker_.at(uint64_t(p_ - begin_));
     if (p_ >= end_) {
       opcode_ = 0;
       fail("unexpected end of data: no STOP opcode (the pickle is truncated)");

@@ -22,21 +22,29 @@ Loaded decode(io::ByteSource src, const std::string& path, const LoadOptions& op
     out.snapshot = build_snapshot(g, build);
   } else {
     pickle::PickleInfo info;
-    pickle::ValueGraph g = pickle::unpickle(src.data(), &info, options.limits);
+    pickle::Limits limits = options.limits;
+    if (options.progress) limits.progress = options.progress;
+    pickle::ValueGraph g = pickle::unpickle(src.data(), &info, limits);
     out.input.pickle_protocol = info.protocol;
     out.snapshot = build_snapshot(g, build);
   }
   return out;
 }
 
+io::ReadOptions read_options(const LoadOptions& options) {
+  io::ReadOptions read = options.read;
+  if (options.progress) read.progress = options.progress;
+  return read;
+}
+
 }  // namespace
 
 Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
-  return decode(io::ByteSource::open(path, options.read), path, options);
+  return decode(io::ByteSource::open(path, read_options(options)), path, options);
 }
 
 Loaded load_snapshot_bytes(std::vector<uint8_t> bytes, const std::string& name, const LoadOptions& options) {
-  return decode(io::ByteSource::from_bytes(std::move(bytes), options.read), name, options);
+  return decode(io::ByteSource::from_bytes(std::move(bytes), read_options(options)), name, options);
 }
 
 }  // namespace memsnap::snapshot

@@ -5,7 +5,10 @@
 // replays a corpus as an ordinary ctest (fuzz_replay.cpp).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <ostream>
+#include <sstream>
 #include <streambuf>
 #include <vector>
 
@@ -17,6 +20,8 @@
 #include "memsnap/report/events.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/report/timeline.hpp"
+#include "memsnap/analysis/slice.hpp"
+#include "memsnap/report/export.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "memsnap/util/error.hpp"
 
@@ -28,6 +33,37 @@ class NullBuffer : public std::streambuf {
   int overflow(int c) override { return c; }
   std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
 };
+
+}  // namespace
+
+namespace {
+
+// memsnap export, whole and cut: its output must always read back. Reading it back failing
+// is a bug in the writer, not bad input, so it aborts.
+void check_export(const memsnap::snapshot::Snapshot& s) {
+  using namespace memsnap;
+  auto read_back = [](const std::string& bytes, const char* what) {
+    try {
+      (void)snapshot::load_snapshot_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), what);
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "memsnap export wrote a %s memsnap cannot read: %s\n", what, e.what());
+      std::abort();
+    }
+  };
+  std::ostringstream pickle, json;
+  report::write_snapshot_pickle(pickle, s);
+  report::write_snapshot_json(json, s);
+  read_back(pickle.str(), "pickle");
+  read_back(json.str(), "JSON document");
+  analysis::SliceOptions window;
+  window.last = 7;
+  try {
+    std::ostringstream cut;
+    report::write_snapshot_pickle(cut, analysis::slice(s, window));
+    read_back(cut.str(), "cut pickle");
+  } catch (const UsageError&) {
+  }
+}
 
 }  // namespace
 
@@ -81,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     report::DiffView dv{src, src, diff, 20};
     report::write_diff_text(sink, dv, style);
     report::write_diff_json(sink, dv);
+    check_export(loaded.snapshot);
   } catch (const InputError&) {
     // malformed input is expected; anything else (or a crash) is a bug
   } catch (const UsageError&) {

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -139,6 +140,8 @@ class Replay {
 
   /// The state right after event `index` (index < events()).
   ReplayedState state_after(uint32_t index) const;
+  /// The state before the first event of the window.
+  ReplayedState state_at_start() const;
   /// The bound on how much larger than estimated a block of this rounded size may be.
   uint64_t size_slack(uint64_t rounded) const;
 
@@ -168,7 +171,8 @@ class Replay {
   int64_t apply_segment_event(SegMap& segs, const snapshot::TraceEvent& e, std::string* problem) const;
   snapshot::Pool guess_pool(uint64_t addr, uint64_t size, uint64_t stream, bool expandable) const;
   void note(uint32_t event, std::string what);
-  snapshot::Device to_device(const SegMap& segs, const std::vector<const LiveRange*>& live, uint32_t at) const;
+  snapshot::Device to_device(const SegMap& segs, const std::vector<const LiveRange*>& live,
+                             const std::function<bool(const LiveRange&)>& allocated) const;
 
   const Context& ctx_;
   const snapshot::Device& device_;

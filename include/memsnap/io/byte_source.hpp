@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/util/progress.hpp"
+
 namespace memsnap::io {
 
 enum class Compression { None, Gzip, Zstd };
@@ -19,6 +21,8 @@ struct ReadOptions {
   /// Upper bound on decompressed (or stdin) bytes held in memory; protects
   /// against decompression bombs. Mapped files are not limited.
   uint64_t max_buffer_bytes = uint64_t{16} << 30;
+  /// Called every few MiB while decompressing (compressed bytes consumed, compressed size).
+  ProgressFn progress;
 };
 
 /// Owns the bytes of one input. Compression and encoding are detected from the

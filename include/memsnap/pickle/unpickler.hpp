@@ -5,6 +5,7 @@
 #include <span>
 
 #include "memsnap/pickle/value.hpp"
+#include "memsnap/util/progress.hpp"
 
 namespace memsnap::pickle {
 
@@ -13,6 +14,10 @@ struct Limits {
   uint32_t max_marks = 4096;
   /// Largest value stack (objects built but not yet placed in a container).
   uint64_t max_stack = uint64_t{1} << 28;
+  /// Not a limit, but what every parse call carries: called every few MiB with
+  /// (input bytes consumed, input size). A parser calls it through ProgressTicker
+  /// from its main loop (one compare per opcode).
+  ProgressFn progress;
 };
 
 struct PickleInfo {

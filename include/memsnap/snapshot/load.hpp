@@ -14,6 +14,10 @@ namespace memsnap::snapshot {
 struct LoadOptions {
   io::ReadOptions read;
   pickle::Limits limits;
+  /// Progress of a long load, (bytes done, bytes in this phase), every few MiB: handed to
+  /// the decompressor (compressed bytes) and then to the parser (decoded bytes); a parser
+  /// calls it through ProgressTicker in its main loop. The JSON reader does not report.
+  ProgressFn progress;
 };
 
 struct Loaded {

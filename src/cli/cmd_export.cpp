@@ -1,0 +1,117 @@
+// `memsnap export FILE`: the snapshot back in PyTorch's schema, as JSON or a pickle, whole or cut to a window.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "common.hpp"
+#include "memsnap/analysis/slice.hpp"
+#include "memsnap/report/export.hpp"
+#include "memsnap/util/error.hpp"
+#include "memsnap/util/units.hpp"
+#include "output.hpp"
+
+namespace memsnap::cli {
+
+namespace {
+
+enum class ExportFormat { Json, Pickle };
+
+struct ExportArgs {
+  std::string file;
+  std::string output = "-";
+  std::optional<ExportFormat> format;
+  std::string max_memory = "16GiB";
+  bool quiet = false;
+  analysis::SliceOptions window;
+};
+
+bool has_suffix(const std::string& s, const char* suffix) {
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view sv(lower), suf(suffix);
+  return sv.size() >= suf.size() && sv.substr(sv.size() - suf.size()) == suf;
+}
+
+ExportFormat resolve_format(const ExportArgs& a) {
+  if (a.format) return *a.format;
+  if (a.output == "-" || has_suffix(a.output, ".json")) return ExportFormat::Json;
+  return ExportFormat::Pickle;  // .pickle, .pkl, or any other name: what torch's tools read
+}
+
+}  // namespace
+
+void add_export(CLI::App& app) {
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "export", "The snapshot in PyTorch's own schema, as JSON or a pickle the PyTorch memory viewer loads; "
+                "whole, or cut to a window of the trace with the state at its end");
+  add_file_option(*cmd, args->file);
+  cmd->add_option("-o,--output", args->output,
+                  "Output file (default: - for stdout); written to a temporary file and renamed into place")
+      ->option_text("OUT");
+  cmd->add_option("--format", args->format, "json or pickle (default: json for -o - and *.json, else pickle)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, ExportFormat>{{"json", ExportFormat::Json}, {"pickle", ExportFormat::Pickle}},
+          CLI::ignore_case))
+      ->option_text("json|pickle");
+  cmd->add_option("--device", args->window.device, "Only this device (default: all)")->option_text("N");
+  // The window options exclude each other; analysis::slice says so in one line.
+  cmd->add_option("--last", args->window.last, "The window: the last N trace events")->option_text("N");
+  cmd->add_option("--from", args->window.from, "The window: from trace event INDEX (inclusive)")
+                   ->option_text("INDEX");
+  cmd->add_option("--to", args->window.to, "The window: up to trace event INDEX (inclusive)")
+                 ->option_text("INDEX");
+  cmd->add_option("--from-time", args->window.from_time,
+                                    "The window: from the first event at or after US (epoch microseconds)")
+                        ->option_text("US");
+  cmd->add_option("--to-time", args->window.to_time,
+                                  "The window: up to the last event at or before US (epoch microseconds)")
+                      ->option_text("US");
+  cmd->add_option("--max-memory", args->max_memory,
+                  "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
+      ->option_text("SIZE");
+  add_quiet_option(*cmd, args->quiet);
+  cmd->callback([args] {
+    ExportFormat format = resolve_format(*args);
+    if (format == ExportFormat::Pickle && args->output == "-" && isatty(STDOUT_FILENO))
+      throw Failure("refusing to write a pickle to a terminal: use -o FILE or redirect the output", kBadInput);
+    io::OutputFile output = open_output(args->output, {args->file});
+    CommonOptions common;
+    common.max_memory = args->max_memory;
+    common.quiet = args->quiet;
+    snapshot::Loaded loaded = load(args->file, common);
+    print_warnings(loaded);
+    std::string shown = args->file == "-" ? "<stdin>" : args->file;
+
+    const snapshot::Snapshot* snap = &loaded.snapshot;
+    std::optional<snapshot::Snapshot> cut;
+    if (args->window.device || args->window.has_window()) {
+      try {
+        snap = &cut.emplace(analysis::slice(loaded.snapshot, args->window));
+      } catch (const UsageError& e) {
+        throw Failure(e.what(), kBadInput);
+      }
+      for (const auto& w : cut->warnings) std::cerr << "memsnap: note: " << shown << ": " << w << '\n';
+    }
+    write_output(output, [&](std::ostream& out) {
+      if (format == ExportFormat::Json) report::write_snapshot_json(out, *snap);
+      else report::write_snapshot_pickle(out, *snap);
+    });
+    if (!output.is_stdout() && !args->quiet) {
+      uint64_t events = 0, segments = 0;
+      for (const auto& d : snap->devices) {
+        events += d.trace.size();
+        segments += d.segments.size();
+      }
+      std::cerr << "wrote " << args->output << " (" << (format == ExportFormat::Json ? "JSON" : "pickle") << ", "
+                << snap->devices.size() << (snap->devices.size() == 1 ? " device, " : " devices, ")
+                << with_commas(segments) << (segments == 1 ? " segment, " : " segments, ") << with_commas(events)
+                << (events == 1 ? " trace entry, " : " trace entries, ") << human_bytes(output.bytes_written())
+                << ")\n";
+    }
+  });
+}
+
+}  // namespace memsnap::cli

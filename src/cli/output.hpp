@@ -1,0 +1,47 @@
+// Command-line side of output files and progress: -o through io::OutputFile, the final
+// flush of stdout, and the progress line on stderr. Every command that writes uses these.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "memsnap/io/output_file.hpp"
+#include "memsnap/util/progress.hpp"
+
+namespace memsnap::cli {
+
+/// Opens -o OUT ("-": standard output) before the slow work; refuses one of `inputs`.
+/// Every failure is a Failure (exit 2) with a one-line message.
+io::OutputFile open_output(const std::string& path, const std::vector<std::string>& inputs);
+/// Runs `write(stream)` into `out` and commits it; a lost write becomes a Failure naming
+/// the destination and the reason, and a file destination is left as it was.
+void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>& write);
+/// The end of main: `status`, or 2 with "memsnap: <stdout>: cannot write: REASON" on stderr
+/// when anything written to standard output was lost.
+int finish_stdout(io::CheckedStdout& out, int status);
+
+/// The progress line of one load: on stderr, only when stderr is a terminal, the input is
+/// over ~100 MB and `quiet` is off; one load at a time shows it (diff reads two at once).
+/// The line is cleared when the object goes away, whether the load succeeded or not.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool quiet);
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  ~ProgressLine();
+  /// The callback for snapshot::LoadOptions::progress (empty when nothing will be shown).
+  ProgressFn callback();
+
+  /// Inputs below this are read without a progress line.
+  static constexpr uint64_t kMinBytes = 100'000'000;
+
+ private:
+  struct State;
+  static void update(State& s, uint64_t done, uint64_t total);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace memsnap::cli
