@@ -60,6 +60,119 @@ std::string regime_line(const analysis::Accounting& f) {
   return "";
 }
 
+// Free memory split by why it is free (internal, pending, external and its parts),
+// with what empty_cache() would return and what private pools keep.
+void write_cause_rows(std::ostream& out, const analysis::Accounting& f, size_t width) {
+  row(out, "free (reserved - requested)", f.internal_free_bytes + f.pending_free_bytes + f.external_free_bytes);
+  row(out, "  internal (rounding slack)", f.internal_free_bytes);
+  row(out, "  pending (awaiting other streams)", f.pending_free_bytes);
+  row(out, "  external (cached free blocks)", f.external_free_bytes);
+  row(out, "    releasable (empty_cache frees)", f.releasable_bytes);
+  row(out, "    stranded (pinned by allocations)", f.stranded_bytes);
+  if (f.private_held_bytes) row(out, "    held by private pools", f.private_held_bytes);
+  if (f.empty_cache_pending_bytes)
+    out << wrap_block("torch.cuda.empty_cache() would return " + human_bytes(f.empty_cache_bytes()) +
+                          " in all: the releasable bytes and " + human_bytes(f.empty_cache_pending_bytes) +
+                          " of pending frees in segments with no allocated block (it waits for their streams first)",
+                      width, 4);
+  if (f.private_held_bytes)
+    out << wrap_block("private pools (CUDA graphs, MemPool) keep their free blocks until the graph or pool is "
+                      "destroyed; empty_cache() does not return them before",
+                      width, 4);
+}
+
+// One row per pool and stream, then what "frag" means.
+void write_pool_table(std::ostream& out, const analysis::Accounting& f, size_t width) {
+  size_t pool_w = 7, stream_w = 8;
+  for (const auto& p : f.pools) {
+    pool_w = std::max(pool_w, pool_label(p.pool, p.pool_id).size() + 2);
+    stream_w = std::max(stream_w, stream_name(p.stream).size() + 2);
+  }
+  out << '\n'
+      << "  " << pad_right("pool", pool_w) << pad_right("stream", stream_w) << pad_left("segs", 6)
+      << pad_left("reserved", 12) << pad_left("free", 12) << pad_left("stranded", 12) << pad_left("frag", 7) << '\n';
+  for (const auto& p : f.pools)
+    out << "  " << pad_right(pool_label(p.pool, p.pool_id), pool_w) << pad_right(stream_name(p.stream), stream_w)
+        << pad_left(with_commas(p.segments), 6) << pad_left(human_bytes(p.reserved_bytes), 12)
+        << pad_left(human_bytes(p.free_bytes), 12) << pad_left(human_bytes(p.stranded_bytes), 12)
+        << pad_left(fixed2(p.fragmentation), 7) << '\n';
+  out << wrap_block("frag = 1 - largest stranded free block / stranded bytes: how split up the free memory is that "
+                    "stays cached (the allocator returns whole free segments to CUDA before it reports an OOM); 0 "
+                    "when nothing is stranded",
+                    width, 2);
+}
+
+// The free blocks of each pool that has any, by power-of-two size bucket.
+void write_free_histogram(std::ostream& out, const analysis::Accounting& f, size_t width) {
+  bool any_free = std::any_of(f.pools.begin(), f.pools.end(), [](const auto& p) { return !p.histogram.empty(); });
+  if (!any_free) return;
+  out << "  free blocks by size (power-of-two buckets, from-to:count):\n";
+  for (const auto& p : f.pools) {
+    if (p.histogram.empty()) continue;
+    std::string label = pool_label(p.pool, p.pool_id) + " " + stream_name(p.stream);
+    std::string items;
+    for (const auto& b : p.histogram) items += (items.empty() ? "" : " ") + bucket_label(b);
+    size_t indent = std::min<size_t>(std::max<size_t>(label.size() + 6, 14), 30);
+    std::string body = wrap_block(items, width, indent);
+    out << "    " << pad_right(label, indent - 4) << body.substr(std::min(indent, body.size()));
+  }
+}
+
+// How the regime shares stranded bytes among the blocks that pin them.
+const char* pinning_rule(analysis::Regime regime) {
+  return regime == analysis::Regime::Classic
+             ? "(a segment's stranded bytes are shared equally by its allocated blocks; pending frees, "
+               "awaiting other streams (record_stream), pin nothing)"
+         : regime == analysis::Regime::Expandable
+             ? "(a page's stranded bytes are shared equally by the allocated blocks on that page; "
+               "pending frees pin nothing)"
+             : "(stranded bytes are shared equally by the allocated blocks of their classic segment, or "
+               "of their expandable page; pending frees pin nothing)";
+}
+
+// One pinning site: its row (a long name on lines of its own), an example block
+// and the callers.
+void write_pinning_site(std::ostream& out, const analysis::PinningSite& s, size_t site_w, size_t width) {
+  std::string numbers = pad_left(with_commas(s.blocks), 8) + pad_left(human_bytes(s.live_bytes), 12) +
+                        pad_left(human_bytes(s.stranded_bytes), 12);
+  std::string site = shorten_left(term(s.site), site_w - 1);
+  if (display_width(site) < site_w) {
+    out << "    " << pad_right(site, site_w) << numbers << '\n';
+  } else {  // a long (often C++) name: on its own line, wrapped (JSON has it whole)
+    out << wrap_block(term(s.site, 512), width, 4) << "    " << std::string(site_w, ' ') << numbers << '\n';
+  }
+  out << "      e.g. " << human_bytes(s.example_size) << " at " << hex(s.example_address) << " strands "
+      << human_bytes(s.example_stranded_bytes) << '\n';
+  if (!s.callers.empty()) {
+    std::string chain = "called from";
+    for (size_t k = 0; k < s.callers.size(); ++k) chain += (k ? " < " : " ") + term(s.callers[k], 256);
+    if (display_width(chain) > width - 6) chain = chain.substr(0, width - 9) + "...";
+    out << "      " << chain << '\n';
+  }
+}
+
+// The sites that pin stranded memory, the top few in full and the rest in one line.
+void write_pinning_sites(std::ostream& out, const analysis::Accounting& f, const TextStyle& style, size_t width) {
+  out << '\n' << "  " << heading("pinning sites", style) << ": allocated blocks in segments holding stranded memory\n";
+  out << wrap_block(pinning_rule(f.regime), width, 2);
+  const size_t site_w = width >= 80 ? width - 4 - 8 - 12 - 12 : 38;
+  out << "    " << pad_right("site", site_w) << pad_left("blocks", 8) << pad_left("live", 12)
+      << pad_left("stranded", 12) << '\n';
+  size_t shown = std::min(kTopSites, f.pinning_sites.size());
+  for (size_t i = 0; i < shown; ++i) write_pinning_site(out, f.pinning_sites[i], site_w, width);
+  if (f.pinning_sites.size() > shown) {
+    uint64_t rest = 0, blocks = 0;
+    for (size_t i = shown; i < f.pinning_sites.size(); ++i) {
+      rest += f.pinning_sites[i].stranded_bytes;
+      blocks += f.pinning_sites[i].blocks;
+    }
+    size_t more = f.pinning_sites.size() - shown;
+    out << "    ... " << with_commas(more) << (more == 1 ? " more site (" : " more sites (") << with_commas(blocks)
+        << (blocks == 1 ? " block) " : " blocks) ") << (more == 1 ? "strands " : "strand ") << human_bytes(rest)
+        << " (--format json lists all)\n";
+  }
+}
+
 }  // namespace
 
 
@@ -90,102 +203,10 @@ void write_accounting_text(std::ostream& out, const analysis::Accounting& f, con
   if (f.segment_count == 0) return;
   out << '\n' << "  " << heading("free memory by cause", style) << '\n';
   out << wrap_block(regime_line(f), width, 4);
-  row(out, "free (reserved - requested)", f.internal_free_bytes + f.pending_free_bytes + f.external_free_bytes);
-  row(out, "  internal (rounding slack)", f.internal_free_bytes);
-  row(out, "  pending (awaiting other streams)", f.pending_free_bytes);
-  row(out, "  external (cached free blocks)", f.external_free_bytes);
-  row(out, "    releasable (empty_cache frees)", f.releasable_bytes);
-  row(out, "    stranded (pinned by allocations)", f.stranded_bytes);
-  if (f.private_held_bytes) row(out, "    held by private pools", f.private_held_bytes);
-  if (f.empty_cache_pending_bytes)
-    out << wrap_block("torch.cuda.empty_cache() would return " + human_bytes(f.empty_cache_bytes()) +
-                          " in all: the releasable bytes and " + human_bytes(f.empty_cache_pending_bytes) +
-                          " of pending frees in segments with no allocated block (it waits for their streams first)",
-                      width, 4);
-  if (f.private_held_bytes)
-    out << wrap_block("private pools (CUDA graphs, MemPool) keep their free blocks until the graph or pool is "
-                      "destroyed; empty_cache() does not return them before",
-                      width, 4);
-
-  // Per pool and stream.
-  size_t pool_w = 7, stream_w = 8;
-  for (const auto& p : f.pools) {
-    pool_w = std::max(pool_w, pool_label(p.pool, p.pool_id).size() + 2);
-    stream_w = std::max(stream_w, stream_name(p.stream).size() + 2);
-  }
-  out << '\n'
-      << "  " << pad_right("pool", pool_w) << pad_right("stream", stream_w) << pad_left("segs", 6)
-      << pad_left("reserved", 12) << pad_left("free", 12) << pad_left("stranded", 12) << pad_left("frag", 7) << '\n';
-  for (const auto& p : f.pools)
-    out << "  " << pad_right(pool_label(p.pool, p.pool_id), pool_w) << pad_right(stream_name(p.stream), stream_w)
-        << pad_left(with_commas(p.segments), 6) << pad_left(human_bytes(p.reserved_bytes), 12)
-        << pad_left(human_bytes(p.free_bytes), 12) << pad_left(human_bytes(p.stranded_bytes), 12)
-        << pad_left(fixed2(p.fragmentation), 7) << '\n';
-  out << wrap_block("frag = 1 - largest stranded free block / stranded bytes: how split up the free memory is that "
-                    "stays cached (the allocator returns whole free segments to CUDA before it reports an OOM); 0 "
-                    "when nothing is stranded",
-                    width, 2);
-
-  bool any_free = std::any_of(f.pools.begin(), f.pools.end(), [](const auto& p) { return !p.histogram.empty(); });
-  if (any_free) {
-    out << "  free blocks by size (power-of-two buckets, from-to:count):\n";
-    for (const auto& p : f.pools) {
-      if (p.histogram.empty()) continue;
-      std::string label = pool_label(p.pool, p.pool_id) + " " + stream_name(p.stream);
-      std::string items;
-      for (const auto& b : p.histogram) items += (items.empty() ? "" : " ") + bucket_label(b);
-      size_t indent = std::min<size_t>(std::max<size_t>(label.size() + 6, 14), 30);
-      std::string body = wrap_block(items, width, indent);
-      out << "    " << pad_right(label, indent - 4) << body.substr(std::min(indent, body.size()));
-    }
-  }
-
-  if (!f.pinning_sites.empty()) {
-    out << '\n' << "  " << heading("pinning sites", style) << ": allocated blocks in segments holding stranded memory\n";
-    out << wrap_block(f.regime == analysis::Regime::Classic
-                          ? "(a segment's stranded bytes are shared equally by its allocated blocks; pending frees, "
-                            "awaiting other streams (record_stream), pin nothing)"
-                      : f.regime == analysis::Regime::Expandable
-                          ? "(a page's stranded bytes are shared equally by the allocated blocks on that page; "
-                            "pending frees pin nothing)"
-                          : "(stranded bytes are shared equally by the allocated blocks of their classic segment, or "
-                            "of their expandable page; pending frees pin nothing)",
-                      width, 2);
-    const size_t site_w = width >= 80 ? width - 4 - 8 - 12 - 12 : 38;
-    out << "    " << pad_right("site", site_w) << pad_left("blocks", 8) << pad_left("live", 12)
-        << pad_left("stranded", 12) << '\n';
-    size_t shown = std::min(kTopSites, f.pinning_sites.size());
-    for (size_t i = 0; i < shown; ++i) {
-      const auto& s = f.pinning_sites[i];
-      std::string numbers = pad_left(with_commas(s.blocks), 8) + pad_left(human_bytes(s.live_bytes), 12) +
-                            pad_left(human_bytes(s.stranded_bytes), 12);
-      std::string site = shorten_left(term(s.site), site_w - 1);
-      if (display_width(site) < site_w) {
-        out << "    " << pad_right(site, site_w) << numbers << '\n';
-      } else {  // a long (often C++) name: on its own line, wrapped (JSON has it whole)
-        out << wrap_block(term(s.site, 512), width, 4) << "    " << std::string(site_w, ' ') << numbers << '\n';
-      }
-      out << "      e.g. " << human_bytes(s.example_size) << " at " << hex(s.example_address) << " strands "
-          << human_bytes(s.example_stranded_bytes) << '\n';
-      if (!s.callers.empty()) {
-        std::string chain = "called from";
-        for (size_t k = 0; k < s.callers.size(); ++k) chain += (k ? " < " : " ") + term(s.callers[k], 256);
-        if (display_width(chain) > width - 6) chain = chain.substr(0, width - 9) + "...";
-        out << "      " << chain << '\n';
-      }
-    }
-    if (f.pinning_sites.size() > shown) {
-      uint64_t rest = 0, blocks = 0;
-      for (size_t i = shown; i < f.pinning_sites.size(); ++i) {
-        rest += f.pinning_sites[i].stranded_bytes;
-        blocks += f.pinning_sites[i].blocks;
-      }
-      size_t more = f.pinning_sites.size() - shown;
-      out << "    ... " << with_commas(more) << (more == 1 ? " more site (" : " more sites (") << with_commas(blocks)
-          << (blocks == 1 ? " block) " : " blocks) ") << (more == 1 ? "strands " : "strand ") << human_bytes(rest)
-          << " (--format json lists all)\n";
-    }
-  }
+  write_cause_rows(out, f, width);
+  write_pool_table(out, f, width);
+  write_free_histogram(out, f, width);
+  if (!f.pinning_sites.empty()) write_pinning_sites(out, f, style, width);
 }
 
 void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const TextStyle& style) {

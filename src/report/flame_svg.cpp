@@ -209,31 +209,46 @@ constexpr const char* kZoomScript = R"JS(
 ]]></script>
 )JS";
 
-}  // namespace
+// The document's size and scale, as every part of it needs them.
+struct Layout {
+  double width = 0;       // of the document
+  double full = 0;        // of the root frame: the width less the margins
+  double scale = 0;       // pixels per unit of a node's width
+  double area = 0;        // height of the frames
+  double height = 0;      // of the document
+  double max_change = 0;  // a differential tree's largest change of any node, for diff_color
+};
 
-void write_flame_svg(std::ostream& os, const FlameTree& t, const FlameSvgOptions& o) {
-  const double W = std::max(o.width, 200);
-  const double full = W - 2 * kPad;
+Layout layout(const FlameTree& t, const FlameSvgOptions& o) {
+  Layout lay;
+  lay.width = std::max(o.width, 200);
+  lay.full = lay.width - 2 * kPad;
   const FlameNode& root = t.nodes.at(0);
-  const double scale = root.width > 0 ? full / double(root.width) : 0;
-  const double area = double(t.max_depth + 1) * kFrameH;
-  const double H = kTop + area + 34;
-
-  double max_change = 0;
+  lay.scale = root.width > 0 ? lay.full / double(root.width) : 0;
+  lay.area = double(t.max_depth + 1) * kFrameH;
+  lay.height = kTop + lay.area + 34;
   if (t.differential)
-    for (const auto& n : t.nodes) max_change = std::max(max_change, std::fabs(double(n.bytes) - double(n.before)));
+    for (const auto& n : t.nodes)
+      lay.max_change = std::max(lay.max_change, std::fabs(double(n.bytes) - double(n.before)));
+  return lay;
+}
 
-  std::string svg;
-  svg.reserve(t.nodes.size() * 300 + 4096);
+// The XML prolog, the <svg> element (with the zoom script's layout) and the white background.
+void write_document_start(std::string& svg, const Layout& lay, const FlameSvgOptions& o) {
   svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(W) + "\" height=\"" + num(H) +
-         "\" viewBox=\"0 0 " + num(W) + " " + num(H) +
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(lay.width) + "\" height=\"" +
+         num(lay.height) + "\" viewBox=\"0 0 " + num(lay.width) + " " + num(lay.height) +
          "\" font-family=\"'DejaVu Sans Mono', Menlo, Consolas, monospace\"";
-  if (o.script) svg += " data-pad=\"" + num(kPad) + "\" data-full=\"" + num(full) + "\" data-cw=\"" + num(kCharW) + "\"";
+  if (o.script)
+    svg += " data-pad=\"" + num(kPad) + "\" data-full=\"" + num(lay.full) + "\" data-cw=\"" + num(kCharW) + "\"";
   svg += ">\n";
-  svg += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"#ffffff\"/>\n";
+  svg +=
+      "<rect x=\"0\" y=\"0\" width=\"" + num(lay.width) + "\" height=\"" + num(lay.height) + "\" fill=\"#ffffff\"/>\n";
+}
 
-  // ---- title, subtitle, legend ------------------------------------------------------------
+// Title, subtitle, the legend of colours and what the width means (and, with the
+// script, the "reset zoom" button it shows).
+void write_title_and_legend(std::string& svg, const FlameTree& t, const Layout& lay, const FlameSvgOptions& o) {
   std::string title = !o.title.empty() ? o.title
                       : t.differential ? "Change in live GPU memory by call stack (red grew, blue shrank)"
                                        : "Live GPU memory by call stack";
@@ -241,7 +256,7 @@ void write_flame_svg(std::ostream& os, const FlameTree& t, const FlameSvgOptions
          xml_escape(detail::printable(title, 160)) + "</text>\n";
   if (!o.subtitle.empty())
     svg += "<text x=\"" + num(kPad) + "\" y=\"40\" font-size=\"11\" fill=\"" + kMuted + "\">" +
-           xml_escape(detail::printable(o.subtitle, size_t(full / kCharW))) + "</text>\n";
+           xml_escape(detail::printable(o.subtitle, size_t(lay.full / kCharW))) + "</text>\n";
   double lx = kPad;
   auto legend = [&](const std::string& color, const std::string& text) {
     svg += "<rect x=\"" + num(lx) + "\" y=\"50\" width=\"12\" height=\"12\" rx=\"2\" fill=\"" + color + "\"/>\n";
@@ -262,65 +277,109 @@ void write_flame_svg(std::ostream& os, const FlameTree& t, const FlameSvgOptions
     svg += "<text x=\"" + num(lx) + "\" y=\"60\" font-size=\"11\" fill=\"" + kMuted + "\">width: bytes</text>\n";
   }
   if (o.script)
-    svg += "<text id=\"reset\" x=\"" + num(W - kPad) + "\" y=\"60\" font-size=\"11\" text-anchor=\"end\" fill=\"#1a4f9c\" "
+    svg += "<text id=\"reset\" x=\"" + num(lay.width - kPad) +
+           "\" y=\"60\" font-size=\"11\" text-anchor=\"end\" fill=\"#1a4f9c\" "
            "style=\"display:none;cursor:pointer\">reset zoom</text>\n";
+}
 
-  // ---- frames -------------------------------------------------------------------------------
+// How a frame looks: its fill, the label that fits its box, and (for the zoom
+// script, which refits it) the whole label.
+struct FrameLook {
+  std::string fill, label, full_label;
+};
+
+FrameLook frame_look(const FlameTree& t, const FlameNode& n, bool is_root, double w, const Layout& lay,
+                     const FlameSvgOptions& o) {
+  FrameLook k;
+  size_t chars = w > 6 ? size_t((w - 6) / kCharW) : 0;
+  if (is_root) {
+    k.fill = t.differential ? diff_color(n, lay.max_change) : "#dcdcdc";
+    k.full_label = t.differential ? "all: " + human_bytes(n.before) + " -> " + human_bytes(n.bytes)
+                                  : "all: " + human_bytes(n.bytes) + " " + detail::printable(o.unit, 40);
+    k.label = chars >= 3 ? detail::printable(k.full_label, chars) : "";
+  } else {
+    const ProfileFrame& f = t.frames[n.frame];
+    k.fill = t.differential ? diff_color(n, lay.max_change) : kind_color(f.kind, jitter(f.function));
+    k.label = box_label(f, chars);
+    if (o.script) k.full_label = detail::printable(detail::frame_label(f), 300);
+  }
+  return k;
+}
+
+// One frame: a group with its tooltip, its box and its label (with the script,
+// the layout the script zooms by).
+void write_frame(std::string& svg, const FlameTree& t, size_t i, double x, double w, const Layout& lay,
+                 const FlameSvgOptions& o) {
+  const FlameNode& n = t.nodes[i];
+  const bool is_root = i == 0;
+  const double y = kTop + double(t.max_depth - n.depth) * kFrameH;
+  const FrameLook k = frame_look(t, n, is_root, w, lay, o);
+  svg += "<g class=\"f\"";
+  if (o.script) {
+    svg += " data-x=\"" + num(x) + "\" data-w=\"" + num(w) + "\" data-d=\"" + std::to_string(n.depth) + "\" data-l=\"" +
+           xml_escape(k.full_label) + "\" style=\"cursor:pointer\"";
+  }
+  svg += "><title>" + tooltip(t, n, is_root, o) + "</title>";
+  svg += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(kFrameH - 1) +
+         "\" rx=\"2\" fill=\"" + k.fill + "\"/>";
+  if (!k.label.empty() || o.script)
+    svg += "<text x=\"" + num(x + 3) + "\" y=\"" + num(y + kFrameH - 5) + "\" font-size=\"" + num(kFont) +
+           "\" fill=\"" + text_color(k.fill) + "\">" + xml_escape(k.label) + "</text>";
+  svg += "</g>\n";
+}
+
+struct FrameCounts {
+  size_t drawn = 0, omitted = 0;
+};
+
+// Every frame at least kMinWidth wide, children left to right from their parent's
+// left edge; a narrower frame's subtree is skipped whole (and counted).
+FrameCounts write_frames(std::string& svg, const FlameTree& t, const Layout& lay, const FlameSvgOptions& o) {
   std::vector<double> x(t.nodes.size(), kPad), next(t.nodes.size(), kPad);
-  size_t omitted = 0, drawn = 0;
+  FrameCounts c;
   svg += "<g class=\"frames\">\n";
   for (size_t i = 0; i < t.nodes.size();) {
     const FlameNode& n = t.nodes[i];
-    const double w = double(n.width) * scale;
+    const double w = double(n.width) * lay.scale;
     if (i > 0) {
       x[i] = next[n.parent];
       next[n.parent] += w;
     }
     next[i] = x[i];
     if (w < kMinWidth && i > 0) {
-      omitted += t.subtree_size[i];
+      c.omitted += t.subtree_size[i];
       // The skipped subtree still takes its parent's room: advance past it.
       i += t.subtree_size[i];
       continue;
     }
-    ++drawn;
-    const bool is_root = i == 0;
-    const double y = kTop + double(t.max_depth - n.depth) * kFrameH;
-    std::string fill, label, full_label;
-    size_t chars = w > 6 ? size_t((w - 6) / kCharW) : 0;
-    if (is_root) {
-      fill = t.differential ? diff_color(n, max_change) : "#dcdcdc";
-      full_label = t.differential ? "all: " + human_bytes(n.before) + " -> " + human_bytes(n.bytes)
-                                  : "all: " + human_bytes(n.bytes) + " " + detail::printable(o.unit, 40);
-      label = chars >= 3 ? detail::printable(full_label, chars) : "";
-    } else {
-      const ProfileFrame& f = t.frames[n.frame];
-      fill = t.differential ? diff_color(n, max_change) : kind_color(f.kind, jitter(f.function));
-      label = box_label(f, chars);
-      if (o.script) full_label = detail::printable(detail::frame_label(f), 300);
-    }
-    svg += "<g class=\"f\"";
-    if (o.script) {
-      svg += " data-x=\"" + num(x[i]) + "\" data-w=\"" + num(w) + "\" data-d=\"" + std::to_string(n.depth) +
-             "\" data-l=\"" + xml_escape(full_label) + "\" style=\"cursor:pointer\"";
-    }
-    svg += "><title>" + tooltip(t, n, is_root, o) + "</title>";
-    svg += "<rect x=\"" + num(x[i]) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" +
-           num(kFrameH - 1) + "\" rx=\"2\" fill=\"" + fill + "\"/>";
-    if (!label.empty() || o.script)
-      svg += "<text x=\"" + num(x[i] + 3) + "\" y=\"" + num(y + kFrameH - 5) + "\" font-size=\"" + num(kFont) +
-             "\" fill=\"" + text_color(fill) + "\">" + xml_escape(label) + "</text>";
-    svg += "</g>\n";
+    ++c.drawn;
+    write_frame(svg, t, i, x[i], w, lay, o);
     ++i;
   }
   svg += "</g>\n";
+  return c;
+}
 
-  // ---- footer -------------------------------------------------------------------------------
-  std::string foot = with_commas(drawn) + (drawn == 1 ? " frame" : " frames");
-  if (omitted) foot += "; " + with_commas(omitted) + " narrower than 0.1 px not drawn (their bytes are in their callers)";
-  if (root.width == 0) foot = "no memory in this state: nothing to draw";
-  svg += "<text x=\"" + num(kPad) + "\" y=\"" + num(kTop + area + 22) + "\" font-size=\"11\" fill=\"" + kMuted + "\">" +
-         xml_escape(foot) + "</text>\n";
+// How many frames were drawn and how many were too narrow, under the frames.
+void write_footer(std::string& svg, const FlameTree& t, const FrameCounts& c, const Layout& lay) {
+  std::string foot = with_commas(c.drawn) + (c.drawn == 1 ? " frame" : " frames");
+  if (c.omitted)
+    foot += "; " + with_commas(c.omitted) + " narrower than 0.1 px not drawn (their bytes are in their callers)";
+  if (t.nodes.at(0).width == 0) foot = "no memory in this state: nothing to draw";
+  svg += "<text x=\"" + num(kPad) + "\" y=\"" + num(kTop + lay.area + 22) + "\" font-size=\"11\" fill=\"" + kMuted +
+         "\">" + xml_escape(foot) + "</text>\n";
+}
+
+}  // namespace
+
+void write_flame_svg(std::ostream& os, const FlameTree& t, const FlameSvgOptions& o) {
+  const Layout lay = layout(t, o);
+  std::string svg;
+  svg.reserve(t.nodes.size() * 300 + 4096);
+  write_document_start(svg, lay, o);
+  write_title_and_legend(svg, t, lay, o);
+  const FrameCounts counts = write_frames(svg, t, lay, o);
+  write_footer(svg, t, counts, lay);
   if (o.script) svg += kZoomScript;
   svg += "</svg>\n";
   os << svg;

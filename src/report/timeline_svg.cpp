@@ -357,26 +357,77 @@ std::string step_path(const std::vector<double>& xs, const std::vector<double>& 
   return d;
 }
 
-void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double top, const SvgOptions& o) {
-  const double W = o.width, H = o.panel_height;
-  const bool sites = t.by_site;
-  const double legend_w = sites ? std::clamp(W * 0.3, 240.0, 380.0) : 170.0;
-  Frame f;
+// ---- one panel, piece by piece ------------------------------------------------------------
+
+constexpr double kRow = 17;          // legend rows
+constexpr double kLabelSize = 11.5;  // peak and OOM labels
+constexpr double kLabelH = 17;
+
+// One device's panel as its pieces share it: the plot area and its scales, where
+// each point sits on the x axis, and how many sites get an area of their own.
+struct Panel {
+  const Timeline& t;
+  const Shared& sh;
+  double top = 0;       // of the panel
+  double width = 0;     // of the document
+  double legend_w = 0;  // the legend's column, right of the plot
+  Frame f{};
+  Axis ya{}, xa{};
+  std::vector<double> xs{};  // of each point
+  // The state after a device's last event lasts until the dump, which came after
+  // the last event of every device: the series run to the end of the shared axis.
+  double x_end = 0;
+  bool show_peak = false;
+  size_t shown = 0;  // with sites: columns 0..shown-1 are sites, column `shown` is everything else
+
+  double x_at(uint32_t event, const std::optional<int64_t>& time) const { return f.x(x_value(t, event, time, sh)); }
+};
+
+// How many sites the legend has room for, below its line and marker rows; the
+// legend lists every area, so sites it has no room for are drawn as part of "other".
+size_t sites_with_room(const Panel& p) {
+  const Timeline& t = p.t;
+  size_t legend_lines = 3 + (p.show_peak ? 1 : 0) + (t.ooms.empty() ? 0 : 1) + (t.iteration_starts.empty() ? 0 : 1);
+  const double sites_top = p.f.top + 4 + double(legend_lines) * kRow + 8 + kRow;
+  const size_t site_rows = static_cast<size_t>(std::max(0.0, (p.f.bottom + 30 - sites_top) / kRow + 1));
+  return t.by_site ? std::min(t.sites.size(), site_rows > 1 ? site_rows - 1 : 0) : 0;
+}
+
+// The plot area (the legend takes the right), both axes' scales and each point's x,
+// computed once for every piece of the panel.
+Panel layout_panel(const Timeline& t, const Shared& sh, double top, const SvgOptions& o) {
+  Panel p{.t = t, .sh = sh};
+  p.top = top;
+  p.width = o.width;
+  const double H = o.panel_height;
+  p.legend_w = t.by_site ? std::clamp(p.width * 0.3, 240.0, 380.0) : 170.0;
+  Frame& f = p.f;
   f.left = 74;
-  f.right = W - legend_w - 20;
+  f.right = p.width - p.legend_w - 20;
   f.top = top + 34;
   f.bottom = top + H - 46;
 
   uint64_t ymax_bytes = 0;
-  for (const auto& p : t.points) ymax_bytes = std::max({ymax_bytes, p.reserved, p.active, p.allocated});
+  for (const auto& pt : t.points) ymax_bytes = std::max({ymax_bytes, pt.reserved, pt.active, pt.allocated});
   double plot_h = f.bottom - f.top, plot_w = f.right - f.left;
-  Axis ya = bytes_axis(ymax_bytes, std::max(2.0, plot_h / 55));
-  Axis xa = t.timed ? time_axis(sh.time_span_us, std::max(2.0, plot_w / 110))
-                    : index_axis(sh.max_index, std::max(2.0, plot_w / 110));
-  f.ymax = ya.max;
-  f.xmax = xa.max;
+  p.ya = bytes_axis(ymax_bytes, std::max(2.0, plot_h / 55));
+  p.xa = t.timed ? time_axis(sh.time_span_us, std::max(2.0, plot_w / 110))
+                 : index_axis(sh.max_index, std::max(2.0, plot_w / 110));
+  f.ymax = p.ya.max;
+  f.xmax = p.xa.max;
 
-  // ---- header line -------------------------------------------------------------------
+  p.xs.reserve(t.points.size());
+  for (const auto& pt : t.points) p.xs.push_back(p.x_at(pt.event_index, pt.time_us));
+  p.x_end = std::max(p.xs.empty() ? f.left : p.xs.back(), f.x(t.timed ? sh.time_span_us : sh.max_index));
+  p.show_peak = t.peak && t.peak->allocated_bytes > 0;
+  p.shown = sites_with_room(p);
+  return p;
+}
+
+// The device, its event count and span, peak, iterations and OOMs in one line; it
+// opens the panel's group.
+void write_header(std::string& svg, const Panel& p) {
+  const Timeline& t = p.t;
   std::string head = with_commas(t.events) + (t.events == 1 ? " trace event" : " trace events");
   if (t.timed && t.first_time_us && t.last_time_us && *t.last_time_us > *t.first_time_us)
     head += " over " + detail::duration(detail::span_us(*t.first_time_us, *t.last_time_us));
@@ -386,24 +437,28 @@ void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double t
   if (!t.iteration_starts.empty()) head += "  ·  " + with_commas(t.iteration_starts.size()) + " iterations";
   if (!t.ooms.empty()) head += "  ·  " + with_commas(t.ooms.size()) + (t.ooms.size() == 1 ? " OOM" : " OOMs");
   svg += "<g class=\"panel\" id=\"device-" + std::to_string(t.device) + "\">\n";
-  svg += "<text x=\"" + num(f.left - 60) + "\" y=\"" + num(top + 20) + "\" font-size=\"13\" fill=\"" + kText +
+  svg += "<text x=\"" + num(p.f.left - 60) + "\" y=\"" + num(p.top + 20) + "\" font-size=\"13\" fill=\"" + kText +
          "\"><tspan font-weight=\"bold\">device " + std::to_string(t.device) + "</tspan><tspan dx=\"10\" fill=\"" +
          kMuted + "\" font-size=\"11.5\">" + xml_escape(head) + "</tspan></text>\n";
   if (!t.consistent)
-    svg += "<text x=\"" + num(f.right) + "\" y=\"" + num(top + 20) + "\" font-size=\"11\" text-anchor=\"end\" fill=\"" +
-           kActive.color + "\">replay inconsistent: values are approximate (see memsnap analyze)</text>\n";
+    svg += "<text x=\"" + num(p.f.right) + "\" y=\"" + num(p.top + 20) +
+           "\" font-size=\"11\" text-anchor=\"end\" fill=\"" + kActive.color +
+           "\">replay inconsistent: values are approximate (see memsnap analyze)</text>\n";
+}
 
-  // ---- grid and y ticks ----------------------------------------------------------------------
-  for (size_t i = 0; i < ya.ticks.size(); ++i) {
-    double y = f.y(ya.ticks[i]);
+// Grid lines, ticks and their labels on both axes, and the x axis' caption.
+void write_grid(std::string& svg, const Panel& p) {
+  const Frame& f = p.f;
+  for (size_t i = 0; i < p.ya.ticks.size(); ++i) {
+    double y = f.y(p.ya.ticks[i]);
     if (i > 0)
       svg += "<line x1=\"" + num(f.left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(f.right) + "\" y2=\"" + num(y) +
              "\" stroke=\"" + kGrid + "\" stroke-width=\"1\"/>\n";
     svg += "<text x=\"" + num(f.left - 7) + "\" y=\"" + num(y + 4) + "\" font-size=\"11\" text-anchor=\"end\" fill=\"" +
-           kText + "\">" + xml_escape(ya.labels[i]) + "</text>\n";
+           kText + "\">" + xml_escape(p.ya.labels[i]) + "</text>\n";
   }
-  for (size_t i = 0; i < xa.ticks.size(); ++i) {
-    double x = f.x(xa.ticks[i]);
+  for (size_t i = 0; i < p.xa.ticks.size(); ++i) {
+    double x = f.x(p.xa.ticks[i]);
     if (i > 0)
       svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(f.top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(f.bottom) +
              "\" stroke=\"" + kGrid + "\" stroke-width=\"1\"/>\n";
@@ -411,212 +466,255 @@ void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double t
            "\" stroke=\"" + kText + "\" stroke-width=\"1\"/>\n";
     const char* anchor = i == 0 ? "start" : "middle";
     svg += "<text x=\"" + num(x) + "\" y=\"" + num(f.bottom + 17) + "\" font-size=\"11\" text-anchor=\"" + anchor +
-           "\" fill=\"" + kText + "\">" + xml_escape(xa.labels[i]) + "</text>\n";
+           "\" fill=\"" + kText + "\">" + xml_escape(p.xa.labels[i]) + "</text>\n";
   }
   svg += "<text x=\"" + num((f.left + f.right) / 2) + "\" y=\"" + num(f.bottom + 35) +
          "\" font-size=\"11\" text-anchor=\"middle\" fill=\"" + kMuted + "\">" +
-         (t.timed ? "time since the first event" : "trace event index") + "</text>\n";
+         (p.t.timed ? "time since the first event" : "trace event index") + "</text>\n";
+}
 
-  // ---- series ----------------------------------------------------------------------------------
-  std::vector<double> xs;
-  xs.reserve(t.points.size());
-  for (const auto& p : t.points) xs.push_back(f.x(x_value(t, p.event_index, p.time_us, sh)));
-  std::vector<double> ys(t.points.size());
-  // The state after a device's last event lasts until the dump, which came after
-  // the last event of every device: the series run to the end of the shared axis.
-  const double x_end = std::max(xs.empty() ? f.left : xs.back(), f.x(t.timed ? sh.time_span_us : sh.max_index));
-  svg += "<clipPath id=\"plot" + std::to_string(t.device) + "\"><rect x=\"" + num(f.left) + "\" y=\"" + num(f.top - 2) +
-         "\" width=\"" + num(plot_w + 2) + "\" height=\"" + num(plot_h + 3) + "\"/></clipPath>\n";
-  svg += "<g clip-path=\"url(#plot" + std::to_string(t.device) + ")\">\n";
-  const bool show_peak = t.peak && t.peak->allocated_bytes > 0;
-  // The legend lists every area: sites it has no room for are drawn as part of "other".
-  const double row = 17;
-  size_t legend_lines = 3 + (show_peak ? 1 : 0) + (t.ooms.empty() ? 0 : 1) + (t.iteration_starts.empty() ? 0 : 1);
-  const double sites_top = f.top + 4 + double(legend_lines) * row + 8 + row;
-  const size_t site_rows = static_cast<size_t>(std::max(0.0, (f.bottom + 30 - sites_top) / row + 1));
-  const size_t shown = sites ? std::min(t.sites.size(), site_rows > 1 ? site_rows - 1 : 0) : 0;
-  // Column k < shown is site k; column `shown` is everything else.
-  auto area_value = [&](size_t i, size_t k) {
-    if (k < shown) return t.site_value(i, k);
-    uint64_t v = 0;
-    for (size_t c = shown; c < t.site_columns(); ++c) v += t.site_value(i, c);
-    return v;
-  };
-  if (sites && !t.points.empty()) {
-    std::vector<double> lower(t.points.size(), 0), upper(t.points.size(), 0);
-    for (size_t k = 0; k <= shown; ++k) {
-      for (size_t i = 0; i < t.points.size(); ++i) upper[i] = lower[i] + double(area_value(i, k));
-      std::vector<double> yu(upper.size()), yl(lower.size());
-      for (size_t i = 0; i < upper.size(); ++i) yu[i] = f.y(upper[i]), yl[i] = f.y(lower[i]);
-      // Upper edge forwards, lower edge backwards.
-      std::string d = step_path(xs, yu, x_end);
-      std::string pen_x = num(x_end);
-      for (size_t i = xs.size(); i-- > 0;) {
-        d += "V" + num(yl[i]);
-        if (std::string nx = num(xs[i]); nx != pen_x) d += "H" + nx, pen_x = nx;
-      }
-      d += "Z";
-      const char* fill = k == shown ? kOtherFill : kSiteFill[k % std::size(kSiteFill)];
-      std::string name = k == shown ? std::string("other sites") : t.sites[k].site;
-      svg += "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"><title>" + xml_escape(name) +
-             "</title></path>\n";
-      lower = upper;
+// The value of area `k` at point `i`: site k, or for k == shown every other site.
+uint64_t area_value(const Panel& p, size_t i, size_t k) {
+  if (k < p.shown) return p.t.site_value(i, k);
+  uint64_t v = 0;
+  for (size_t c = p.shown; c < p.t.site_columns(); ++c) v += p.t.site_value(i, c);
+  return v;
+}
+
+// With sites: one pale area per shown site, stacked from the bottom, then "other sites".
+void write_site_areas(std::string& svg, const Panel& p) {
+  const Timeline& t = p.t;
+  if (!t.by_site || t.points.empty()) return;
+  const std::vector<double>& xs = p.xs;
+  std::vector<double> lower(t.points.size(), 0), upper(t.points.size(), 0);
+  for (size_t k = 0; k <= p.shown; ++k) {
+    for (size_t i = 0; i < t.points.size(); ++i) upper[i] = lower[i] + double(area_value(p, i, k));
+    std::vector<double> yu(upper.size()), yl(lower.size());
+    for (size_t i = 0; i < upper.size(); ++i) yu[i] = p.f.y(upper[i]), yl[i] = p.f.y(lower[i]);
+    // Upper edge forwards, lower edge backwards.
+    std::string d = step_path(xs, yu, p.x_end);
+    std::string pen_x = num(p.x_end);
+    for (size_t i = xs.size(); i-- > 0;) {
+      d += "V" + num(yl[i]);
+      if (std::string nx = num(xs[i]); nx != pen_x) d += "H" + nx, pen_x = nx;
     }
+    d += "Z";
+    const char* fill = k == p.shown ? kOtherFill : kSiteFill[k % std::size(kSiteFill)];
+    std::string name = k == p.shown ? std::string("other sites") : t.sites[k].site;
+    svg +=
+        "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"><title>" + xml_escape(name) + "</title></path>\n";
+    lower = upper;
   }
-  Placer placer({f.left + 2, f.top + 2, f.right - 2, f.bottom - 10});
-  auto series = [&](const LineStyle& s, uint64_t analysis::TimelinePoint::*field) {
-    for (size_t i = 0; i < t.points.size(); ++i) {
-      ys[i] = f.y(double(t.points[i].*field));
-      if (i > 0) placer.line(xs[i - 1], ys[i - 1], xs[i], ys[i - 1]), placer.line(xs[i], ys[i - 1], xs[i], ys[i]);
-    }
-    placer.line(xs.back(), ys.back(), x_end, ys.back());
-    svg += "<path d=\"" + step_path(xs, ys, x_end) + "\" fill=\"none\" stroke=\"" + s.color + "\" stroke-width=\"" +
-           num(s.width) + "\"" + dash_attr(s) + " stroke-linejoin=\"round\"><title>" + s.name + "</title></path>\n";
-    if (num(xs.front()) == num(x_end))  // a single instant: a path of no length shows nothing
-      svg += "<circle cx=\"" + num(x_end) + "\" cy=\"" + num(ys.back()) + "\" r=\"3\" fill=\"" + s.color + "\"/>\n";
-  };
-  if (!t.points.empty()) {
-    series(kReserved, &analysis::TimelinePoint::reserved);
-    series(kActive, &analysis::TimelinePoint::active);
-    series(kAllocated, &analysis::TimelinePoint::allocated);
+}
+
+// One series as a step line; its stretches go to the placer so labels avoid them.
+void write_series(std::string& svg, const Panel& p, Placer& placer, const LineStyle& s,
+                  uint64_t analysis::TimelinePoint::*field) {
+  const Timeline& t = p.t;
+  const std::vector<double>& xs = p.xs;
+  std::vector<double> ys(t.points.size());
+  for (size_t i = 0; i < t.points.size(); ++i) {
+    ys[i] = p.f.y(double(t.points[i].*field));
+    if (i > 0) placer.line(xs[i - 1], ys[i - 1], xs[i], ys[i - 1]), placer.line(xs[i], ys[i - 1], xs[i], ys[i]);
+  }
+  placer.line(xs.back(), ys.back(), p.x_end, ys.back());
+  svg += "<path d=\"" + step_path(xs, ys, p.x_end) + "\" fill=\"none\" stroke=\"" + s.color + "\" stroke-width=\"" +
+         num(s.width) + "\"" + dash_attr(s) + " stroke-linejoin=\"round\"><title>" + s.name + "</title></path>\n";
+  if (num(xs.front()) == num(p.x_end))  // a single instant: a path of no length shows nothing
+    svg += "<circle cx=\"" + num(p.x_end) + "\" cy=\"" + num(ys.back()) + "\" r=\"3\" fill=\"" + s.color + "\"/>\n";
+}
+
+// The site areas under the three series, clipped to the plot area.
+void write_plot(std::string& svg, const Panel& p, Placer& placer) {
+  const std::string clip = "plot" + std::to_string(p.t.device);
+  svg += "<clipPath id=\"" + clip + "\"><rect x=\"" + num(p.f.left) + "\" y=\"" + num(p.f.top - 2) + "\" width=\"" +
+         num(p.f.right - p.f.left + 2) + "\" height=\"" + num(p.f.bottom - p.f.top + 3) + "\"/></clipPath>\n";
+  svg += "<g clip-path=\"url(#" + clip + ")\">\n";
+  write_site_areas(svg, p);
+  if (!p.t.points.empty()) {
+    write_series(svg, p, placer, kReserved, &analysis::TimelinePoint::reserved);
+    write_series(svg, p, placer, kActive, &analysis::TimelinePoint::active);
+    write_series(svg, p, placer, kAllocated, &analysis::TimelinePoint::allocated);
   }
   svg += "</g>\n";
+}
 
-  // ---- axes ---------------------------------------------------------------------------------
-  svg += "<path d=\"M" + num(f.left) + " " + num(f.top) + "V" + num(f.bottom) + "H" + num(f.right) +
+// The y and x axis lines, over the plot.
+void write_axis_lines(std::string& svg, const Panel& p) {
+  svg += "<path d=\"M" + num(p.f.left) + " " + num(p.f.top) + "V" + num(p.f.bottom) + "H" + num(p.f.right) +
          "\" fill=\"none\" stroke=\"" + kText + "\" stroke-width=\"1\"/>\n";
+}
 
-  // ---- markers ------------------------------------------------------------------------------
-  for (const auto& b : t.iteration_starts) {
-    double x = f.x(x_value(t, b.event_index, b.time_us, sh));
-    svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(f.bottom - 4) + "\" x2=\"" + num(x) + "\" y2=\"" +
-           num(f.bottom + 6) + "\" stroke=\"" + kIteration + "\" stroke-width=\"1.5\"/>\n";
+// A short green tick across the x axis where each iteration starts.
+void write_iteration_ticks(std::string& svg, const Panel& p) {
+  for (const auto& b : p.t.iteration_starts) {
+    double x = p.x_at(b.event_index, b.time_us);
+    svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(p.f.bottom - 4) + "\" x2=\"" + num(x) + "\" y2=\"" +
+           num(p.f.bottom + 6) + "\" stroke=\"" + kIteration + "\" stroke-width=\"1.5\"/>\n";
   }
-  const double label_size = 11.5, label_h = 17;
-  // The peak: a dot on the allocated line, and its label next to it.
-  std::string peak_text;
-  double px = 0, py = 0;
-  if (show_peak) {
-    const auto& p = *t.peak;
-    px = f.x(x_value(t, p.event_index, p.time_us, sh));
-    py = f.y(double(p.allocated_bytes));
-    placer.block({px - 5, py - 5, px + 5, py + 5});
-    peak_text = "peak " + human_bytes(p.allocated_bytes) + " at " + when(t, p.event_index, p.time_us, sh);
+}
+
+// The peak: a dot on the allocated line, and its label next to it.
+struct PeakMark {
+  double x = 0, y = 0;
+  std::string text;
+};
+
+// Where the peak's dot goes, kept clear of labels placed from now on.
+std::optional<PeakMark> reserve_peak(const Panel& p, Placer& placer) {
+  if (!p.show_peak) return std::nullopt;
+  const auto& pk = *p.t.peak;
+  PeakMark m;
+  m.x = p.x_at(pk.event_index, pk.time_us);
+  m.y = p.f.y(double(pk.allocated_bytes));
+  placer.block({m.x - 5, m.y - 5, m.x + 5, m.y + 5});
+  m.text = "peak " + human_bytes(pk.allocated_bytes) + " at " + when(p.t, pk.event_index, pk.time_us, p.sh);
+  return m;
+}
+
+// The peak's label beside the dot first, then further above or below it (with a
+// leader line), and the dot over both.
+void write_peak(std::string& svg, const PeakMark& m, Placer& placer) {
+  double w = text_width(m.text, kLabelSize, true) + 8;
+  std::vector<Rect> cand;
+  for (double dy : {6.0, 28.0, 50.0, 75.0, 100.0, 130.0}) {
+    cand.push_back({m.x + 8, m.y - dy - kLabelH, m.x + 8 + w, m.y - dy});  // above right
+    cand.push_back({m.x - 8 - w, m.y - dy - kLabelH, m.x - 8, m.y - dy});  // above left
+    cand.push_back({m.x + 8, m.y + dy, m.x + 8 + w, m.y + dy + kLabelH});  // below right
+    cand.push_back({m.x - 8 - w, m.y + dy, m.x - 8, m.y + dy + kLabelH});  // below left
   }
-  // OOMs: a red line across the plot; the first few get a label at the top.
-  size_t labelled = 0;
+  Rect r = placer.place(cand);
+  // A leader line when the label had to move away from the dot.
+  double lx = std::clamp(m.x, r.x0, r.x1), ly = std::clamp(m.y, r.y0, r.y1);
+  if (std::hypot(lx - m.x, ly - m.y) > 12)
+    svg += "<line x1=\"" + num(m.x) + "\" y1=\"" + num(m.y) + "\" x2=\"" + num(lx) + "\" y2=\"" + num(ly) +
+           "\" stroke=\"" + kAllocated.color + "\" stroke-width=\"0.8\"/>\n";
+  boxed_label(svg, r, m.text, kAllocated.color, kLabelSize, true);
+  svg += "<circle cx=\"" + num(m.x) + "\" cy=\"" + num(m.y) + "\" r=\"4\" fill=\"" + kAllocated.color +
+         "\" stroke=\"#ffffff\" stroke-width=\"1.5\"/>\n";
+}
+
+// OOMs: a red line across the plot; the first few get a label at the top.
+void write_oom_markers(std::string& svg, const Panel& p, Placer& placer) {
+  const Timeline& t = p.t;
   for (const auto& oom : t.ooms) {
-    double x = f.x(x_value(t, oom.event_index, oom.time_us, sh));
-    svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(f.top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(f.bottom) +
+    double x = p.x_at(oom.event_index, oom.time_us);
+    svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(p.f.top) + "\" x2=\"" + num(x) + "\" y2=\"" + num(p.f.bottom) +
            "\" stroke=\"" + kOom + "\" stroke-width=\"1.5\"><title>OOM at " +
-           xml_escape(when(t, oom.event_index, oom.time_us, sh)) + "</title></line>\n";
-    placer.line(x, f.top, x, f.bottom);
+           xml_escape(when(t, oom.event_index, oom.time_us, p.sh)) + "</title></line>\n";
+    placer.line(x, p.f.top, x, p.f.bottom);
   }
-  for (const auto& oom : t.ooms) {
-    if (labelled++ == 3) break;
-    double x = f.x(x_value(t, oom.event_index, oom.time_us, sh));
+  for (size_t i = 0; i < t.ooms.size() && i < 3; ++i) {
+    const auto& oom = t.ooms[i];
+    double x = p.x_at(oom.event_index, oom.time_us);
     std::string text = "OOM: " + human_bytes(oom.requested_bytes) + " requested";
     if (oom.device_free_bytes) text += ", " + human_bytes(oom.device_free_bytes) + " free on device";
-    text += " (" + when(t, oom.event_index, oom.time_us, sh) + ")";
-    double w = text_width(text, label_size) + 8;
+    text += " (" + when(t, oom.event_index, oom.time_us, p.sh) + ")";
+    double w = text_width(text, kLabelSize) + 8;
     std::vector<Rect> cand;
-    for (double dy : {0.0, label_h + 3, 2 * (label_h + 3), 3 * (label_h + 3)}) {
-      cand.push_back({x - w - 4, f.top + 4 + dy, x - 4, f.top + 4 + dy + label_h});
-      cand.push_back({x + 4, f.top + 4 + dy, x + 4 + w, f.top + 4 + dy + label_h});
+    for (double dy : {0.0, kLabelH + 3, 2 * (kLabelH + 3), 3 * (kLabelH + 3)}) {
+      cand.push_back({x - w - 4, p.f.top + 4 + dy, x - 4, p.f.top + 4 + dy + kLabelH});
+      cand.push_back({x + 4, p.f.top + 4 + dy, x + 4 + w, p.f.top + 4 + dy + kLabelH});
     }
-    boxed_label(svg, placer.place(cand), text, kOom, label_size);
+    boxed_label(svg, placer.place(cand), text, kOom, kLabelSize);
   }
-  if (show_peak) {
-    double w = text_width(peak_text, label_size, true) + 8;
-    // Beside the dot first, then further above or below it (with a leader line).
-    std::vector<Rect> cand;
-    for (double dy : {6.0, 28.0, 50.0, 75.0, 100.0, 130.0}) {
-      cand.push_back({px + 8, py - dy - label_h, px + 8 + w, py - dy});  // above right
-      cand.push_back({px - 8 - w, py - dy - label_h, px - 8, py - dy});  // above left
-      cand.push_back({px + 8, py + dy, px + 8 + w, py + dy + label_h});  // below right
-      cand.push_back({px - 8 - w, py + dy, px - 8, py + dy + label_h});  // below left
-    }
-    Rect r = placer.place(cand);
-    // A leader line when the label had to move away from the dot.
-    double lx = std::clamp(px, r.x0, r.x1), ly = std::clamp(py, r.y0, r.y1);
-    if (std::hypot(lx - px, ly - py) > 12)
-      svg += "<line x1=\"" + num(px) + "\" y1=\"" + num(py) + "\" x2=\"" + num(lx) + "\" y2=\"" + num(ly) +
-             "\" stroke=\"" + kAllocated.color + "\" stroke-width=\"0.8\"/>\n";
-    boxed_label(svg, r, peak_text, kAllocated.color, label_size, true);
-    svg += "<circle cx=\"" + num(px) + "\" cy=\"" + num(py) + "\" r=\"4\" fill=\"" + kAllocated.color +
-           "\" stroke=\"#ffffff\" stroke-width=\"1.5\"/>\n";
-  }
+}
 
-  // ---- legend -------------------------------------------------------------------------------
-  double lx = W - legend_w - 4, ly = f.top + 4;
-  auto line_entry = [&](const LineStyle& s, const std::string& label) {
-    svg += "<line x1=\"" + num(lx) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(lx + 26) + "\" y2=\"" + num(ly) +
-           "\" stroke=\"" + s.color + "\" stroke-width=\"" + num(s.width + 0.4) + "\"" + dash_attr(s) + "/>\n";
-    svg += "<text x=\"" + num(lx + 33) + "\" y=\"" + num(ly + 4) + "\" font-size=\"11.5\" fill=\"" + kText + "\">" +
-           xml_escape(label) + "</text>\n";
-    ly += row;
-  };
-  line_entry(kReserved, "reserved");
-  line_entry(kActive, "active");
-  line_entry(kAllocated, "allocated");
-  if (show_peak) {
-    svg += "<circle cx=\"" + num(lx + 13) + "\" cy=\"" + num(ly) + "\" r=\"4\" fill=\"" + kAllocated.color +
+// The legend's pen: its left edge and the baseline of the next row.
+struct LegendPen {
+  double x, y;
+};
+
+// A legend row: a key drawn by the caller at the pen, then its text.
+void legend_text(std::string& svg, LegendPen& pen, const char* text) {
+  svg += "<text x=\"" + num(pen.x + 33) + "\" y=\"" + num(pen.y + 4) + "\" font-size=\"11.5\" fill=\"" + kText + "\">" +
+         xml_escape(text) + "</text>\n";
+  pen.y += kRow;
+}
+
+// The three series, then the peak, OOM and iteration marks the panel shows.
+void write_line_legend(std::string& svg, const Panel& p, LegendPen& pen) {
+  for (const LineStyle* s : {&kReserved, &kActive, &kAllocated}) {
+    svg += "<line x1=\"" + num(pen.x) + "\" y1=\"" + num(pen.y) + "\" x2=\"" + num(pen.x + 26) + "\" y2=\"" +
+           num(pen.y) + "\" stroke=\"" + s->color + "\" stroke-width=\"" + num(s->width + 0.4) + "\"" + dash_attr(*s) +
+           "/>\n";
+    legend_text(svg, pen, s->name);
+  }
+  if (p.show_peak) {
+    svg += "<circle cx=\"" + num(pen.x + 13) + "\" cy=\"" + num(pen.y) + "\" r=\"4\" fill=\"" + kAllocated.color +
            "\" stroke=\"#ffffff\" stroke-width=\"1.5\"/>\n";
-    svg += "<text x=\"" + num(lx + 33) + "\" y=\"" + num(ly + 4) + "\" font-size=\"11.5\" fill=\"" + kText +
-           "\">peak allocated</text>\n";
-    ly += row;
+    legend_text(svg, pen, "peak allocated");
   }
-  if (!t.ooms.empty()) {
-    svg += "<line x1=\"" + num(lx + 13) + "\" y1=\"" + num(ly - 7) + "\" x2=\"" + num(lx + 13) + "\" y2=\"" +
-           num(ly + 7) + "\" stroke=\"" + kOom + "\" stroke-width=\"1.5\"/>\n";
-    svg += "<text x=\"" + num(lx + 33) + "\" y=\"" + num(ly + 4) + "\" font-size=\"11.5\" fill=\"" + kText +
-           "\">out of memory</text>\n";
-    ly += row;
+  if (!p.t.ooms.empty()) {
+    svg += "<line x1=\"" + num(pen.x + 13) + "\" y1=\"" + num(pen.y - 7) + "\" x2=\"" + num(pen.x + 13) + "\" y2=\"" +
+           num(pen.y + 7) + "\" stroke=\"" + kOom + "\" stroke-width=\"1.5\"/>\n";
+    legend_text(svg, pen, "out of memory");
   }
-  if (!t.iteration_starts.empty()) {
-    svg += "<line x1=\"" + num(lx + 13) + "\" y1=\"" + num(ly - 5) + "\" x2=\"" + num(lx + 13) + "\" y2=\"" +
-           num(ly + 5) + "\" stroke=\"" + kIteration + "\" stroke-width=\"1.5\"/>\n";
-    svg += "<text x=\"" + num(lx + 33) + "\" y=\"" + num(ly + 4) + "\" font-size=\"11.5\" fill=\"" + kText +
-           "\">iteration start</text>\n";
-    ly += row;
+  if (!p.t.iteration_starts.empty()) {
+    svg += "<line x1=\"" + num(pen.x + 13) + "\" y1=\"" + num(pen.y - 5) + "\" x2=\"" + num(pen.x + 13) + "\" y2=\"" +
+           num(pen.y + 5) + "\" stroke=\"" + kIteration + "\" stroke-width=\"1.5\"/>\n";
+    legend_text(svg, pen, "iteration start");
   }
-  if (sites) {
-    ly += 8;
-    svg += "<text x=\"" + num(lx) + "\" y=\"" + num(ly + 4) + "\" font-size=\"11.5\" font-weight=\"bold\" fill=\"" +
-           kText + "\">live bytes by site (own peak)</text>\n";
-    ly += row;
-    const double mono = 10.5;
-    const double bytes_w = 62;
-    size_t chars = static_cast<size_t>(std::max(8.0, (legend_w - 22 - bytes_w - 6) / (mono * 0.6)));
-    // Top of the stack first, so the legend reads in the order of the areas.
-    for (size_t j = 0; j <= shown; ++j) {
-      size_t k = shown - j;
-      bool other = k == shown;
-      const char* fill = other ? kOtherFill : kSiteFill[k % std::size(kSiteFill)];
-      std::string name =
-          other ? (shown < t.sites.size() ? "other sites (" + std::to_string(t.sites.size() - shown) + " of the top " +
-                                                std::to_string(t.sites.size()) + " among them)"
-                                          : std::string("other sites"))
-                : t.sites[k].site;
-      svg += "<g><title>" + xml_escape(name) +
-             (other ? std::string() : " (peak " + human_bytes(t.sites[k].peak_live_bytes) + " live)") + "</title>";
-      svg += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 6) + "\" width=\"12\" height=\"12\" fill=\"" + fill +
-             "\" stroke=\"#999999\" stroke-width=\"0.5\"/>";
-      svg += "<text x=\"" + num(lx + 18) + "\" y=\"" + num(ly + 4) + "\" font-size=\"" + num(mono) +
-             "\" font-family=\"monospace\" fill=\"" + kText + "\">" +
-             xml_escape(other ? std::string("other sites") : shorten_site(name, chars)) + "</text>";
-      if (!other)
-        svg += "<text x=\"" + num(W - 8) + "\" y=\"" + num(ly + 4) +
-               "\" font-size=\"10.5\" text-anchor=\"end\" fill=\"" + kMuted + "\">" +
-               xml_escape(human_bytes(t.sites[k].peak_live_bytes)) + "</text>";
-      else if (shown < t.sites.size())
-        svg += "<text x=\"" + num(W - 8) + "\" y=\"" + num(ly + 4) +
-               "\" font-size=\"10.5\" text-anchor=\"end\" fill=\"" + kMuted + "\">+" +
-               std::to_string(t.sites.size() - shown) + " listed in the CSV</text>";
-      svg += "</g>\n";
-      ly += row;
-    }
+}
+
+// With sites: a swatch, the (shortened) site and its own peak per area, top of
+// the stack first so the legend reads in the order of the areas.
+void write_site_legend(std::string& svg, const Panel& p, LegendPen& pen) {
+  const Timeline& t = p.t;
+  const size_t shown = p.shown;
+  pen.y += 8;
+  svg += "<text x=\"" + num(pen.x) + "\" y=\"" + num(pen.y + 4) + "\" font-size=\"11.5\" font-weight=\"bold\" fill=\"" +
+         kText + "\">live bytes by site (own peak)</text>\n";
+  pen.y += kRow;
+  const double mono = 10.5;
+  const double bytes_w = 62;
+  size_t chars = static_cast<size_t>(std::max(8.0, (p.legend_w - 22 - bytes_w - 6) / (mono * 0.6)));
+  for (size_t j = 0; j <= shown; ++j) {
+    size_t k = shown - j;
+    bool other = k == shown;
+    const char* fill = other ? kOtherFill : kSiteFill[k % std::size(kSiteFill)];
+    std::string name =
+        other ? (shown < t.sites.size() ? "other sites (" + std::to_string(t.sites.size() - shown) + " of the top " +
+                                              std::to_string(t.sites.size()) + " among them)"
+                                        : std::string("other sites"))
+              : t.sites[k].site;
+    svg += "<g><title>" + xml_escape(name) +
+           (other ? std::string() : " (peak " + human_bytes(t.sites[k].peak_live_bytes) + " live)") + "</title>";
+    svg += "<rect x=\"" + num(pen.x) + "\" y=\"" + num(pen.y - 6) + "\" width=\"12\" height=\"12\" fill=\"" + fill +
+           "\" stroke=\"#999999\" stroke-width=\"0.5\"/>";
+    svg += "<text x=\"" + num(pen.x + 18) + "\" y=\"" + num(pen.y + 4) + "\" font-size=\"" + num(mono) +
+           "\" font-family=\"monospace\" fill=\"" + kText + "\">" +
+           xml_escape(other ? std::string("other sites") : shorten_site(name, chars)) + "</text>";
+    if (!other)
+      svg += "<text x=\"" + num(p.width - 8) + "\" y=\"" + num(pen.y + 4) +
+             "\" font-size=\"10.5\" text-anchor=\"end\" fill=\"" + kMuted + "\">" +
+             xml_escape(human_bytes(t.sites[k].peak_live_bytes)) + "</text>";
+    else if (shown < t.sites.size())
+      svg += "<text x=\"" + num(p.width - 8) + "\" y=\"" + num(pen.y + 4) +
+             "\" font-size=\"10.5\" text-anchor=\"end\" fill=\"" + kMuted + "\">+" +
+             std::to_string(t.sites.size() - shown) + " listed in the CSV</text>";
+    svg += "</g>\n";
+    pen.y += kRow;
   }
+}
+
+// Header, grid, the plot, the axes, then the markers and their labels (placed
+// clear of each other and of the lines), then the legend.
+void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double top, const SvgOptions& o) {
+  const Panel p = layout_panel(t, sh, top, o);
+  write_header(svg, p);
+  write_grid(svg, p);
+  Placer placer({p.f.left + 2, p.f.top + 2, p.f.right - 2, p.f.bottom - 10});
+  write_plot(svg, p, placer);
+  write_axis_lines(svg, p);
+  write_iteration_ticks(svg, p);
+  // The peak's dot is kept clear first; its label is placed after the OOMs' labels.
+  std::optional<PeakMark> peak = reserve_peak(p, placer);
+  write_oom_markers(svg, p, placer);
+  if (peak) write_peak(svg, *peak, placer);
+  LegendPen pen{p.width - p.legend_w - 4, p.f.top + 4};
+  write_line_legend(svg, p, pen);
+  if (t.by_site) write_site_legend(svg, p, pen);
   svg += "</g>\n";
 }
 

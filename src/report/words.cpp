@@ -95,6 +95,148 @@ Words leak_words(FindingKind kind, const DeviceAnalysis& d, uint64_t growth) {
   return w;
 }
 
+// ---- finding_words, one group of kinds at a time ------------------------------------------
+
+// An OOM: its cause with the evidence and the first fix, or allocation resumed
+// inside the handler.
+Words oom_words(const Finding& f, const DeviceAnalysis& d) {
+  Words w;
+  const OomReport& r = d.ooms.explained[f.index];
+  std::string when = r.from_trace ? "at event " + with_commas(*r.event_index) : "(dumped state)";
+  if (f.kind == FindingKind::OomRetryInExcept) {
+    w.message = "After the OOM " + when + ", allocation resumed at " + r.site +
+                " while the failed step's tensors were still alive.";
+    w.advice = fix_words(OomFix::RetryOutsideExcept, r);
+    return w;
+  }
+  w.message = "Out of memory " + when + " allocating " + human_bytes(r.requested_bytes) +
+              (r.from_trace ? " from " + r.site : std::string()) + ": " + cause_evidence(r.cause(), r, d.leaks);
+  if (!r.fixes.empty()) w.advice = fix_words(r.fixes.front(), r);
+  return w;
+}
+
+// Growth across iterations that no leak pattern claims: sites that grow with the
+// input, or growth no single site explains.
+Words growth_words(const Finding& f, const DeviceAnalysis& d) {
+  Words w;
+  if (f.kind == FindingKind::GrowthUnattributed) {
+    w.message = "Allocated memory at the start of each iteration grows by " + per_iter(double(f.bytes)) + " over " +
+                plural(d.iterations.count, "iteration", "iterations") +
+                ", but no single site retains allocations from iteration after iteration.";
+    w.advice = "Compare two snapshots a few steps apart with `memsnap diff` to see which sites grow.";
+    return w;
+  }
+  std::string what;
+  for (size_t i = 0; i < d.growing.size() && i < 3; ++i) {
+    const auto& g = d.growing[i];
+    what += std::string(i ? "; " : "") + g.site + " from " + human_bytes(g.first_bytes) + " (iteration " +
+            std::to_string(g.first_iteration) + ") to " + human_bytes(g.last_bytes) + " (iteration " +
+            std::to_string(g.last_iteration) + ")";
+  }
+  w.message = "Allocations grow iteration after iteration: " + what +
+              ". Memory that grows with the input, such as the sequence length, raises the peak every step until "
+              "it does not fit.";
+  w.advice = "Bound the input's length (truncate, or bucket inputs by length); for RNNs, truncated "
+             "backpropagation through time (detach the hidden state every k steps).";
+  return w;
+}
+
+// One forward pass that keeps its activations and no backward to free them.
+Words one_pass_words(const Finding& f, const DeviceAnalysis& d) {
+  Words w;
+  const Structure& s = *d.structure;
+  w.message = "One forward pass keeps the activations of every one of its " + with_commas(s.repeats) +
+              " repeated blocks" + (s.loop_site.empty() ? std::string() : " (" + s.loop_site + ")") + ": " +
+              human_bytes(f.bytes) + " is still allocated at the dump and no backward pass follows to free it. "
+              "With autograd on, each layer's output is saved for a backward that never runs.";
+  w.advice = "Evaluate under `torch.no_grad()` or `torch.inference_mode()`: each activation is then freed as "
+             "soon as the next layer has used it.";
+  return w;
+}
+
+// ---- the allocator's state at the dump
+
+Words stranded_words(const Accounting& a, bool expandable) {
+  Words w;
+  w.message = human_bytes(a.stranded_bytes) + " (" + pct(a.stranded_bytes, a.reserved_bytes) +
+              " of reserved memory) is stranded: free blocks in " +
+              plural(a.stranding_segments, "segment", "segments") +
+              " that still hold allocated blocks, so neither the allocator nor torch.cuda.empty_cache() can "
+              "return it to CUDA";
+  if (expandable) w.message += " (partial pages next to allocated blocks)";
+  w.message += ".";
+  if (!a.pinning_sites.empty()) {
+    const PinningSite& top = a.pinning_sites.front();
+    w.message += " It is pinned by " + plural(a.pinning_blocks, "allocated block", "allocated blocks") +
+                 "; the most from " + top.site + ": " + plural(top.blocks, "block", "blocks") + " of " +
+                 human_bytes(top.live_bytes) + " strand " + human_bytes(top.stranded_bytes) + ".";
+  }
+  w.advice = expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
+                              std::string(kFreeEarlier) + "."
+                        : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "
+                          "page by page instead of being cached split); or " + std::string(kFreeEarlier) + ".";
+  return w;
+}
+
+Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapshot::AllocatorSettings& settings) {
+  Words w;
+  char frag[16];
+  std::snprintf(frag, sizeof frag, "%.2f", p.fragmentation);
+  w.message = pool_name(p) + " strands " + human_bytes(p.stranded_bytes) + " of free memory next to allocated "
+              "blocks, but the largest stranded piece is " + human_bytes(p.largest_stranded_block_bytes) +
+              " (fragmentation " + frag + "): a request above that size on this stream needs new memory from CUDA "
+              "even though the cache holds more bytes in total.";
+  if (expandable)
+    w.advice = "Expandable segments are on, so the holes lie between allocated blocks: allocate long-lived "
+               "tensors before short-lived ones so they do not interleave, and " + std::string(kFreeEarlier) + ".";
+  else if (settings.max_split_size)
+    w.advice = "max_split_size is already " + human_bytes(*settings.max_split_size) +
+               "; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids this fragmentation altogether.";
+  else
+    w.advice = "Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N (blocks of N MiB or more are then never split, "
+               "so they stay whole for large requests), or expandable_segments:True, which avoids this "
+               "fragmentation altogether.";
+  return w;
+}
+
+Words releasable_words(const Accounting& a) {
+  Words w;
+  w.message = human_bytes(a.releasable_bytes) + " (" + pct(a.releasable_bytes, a.reserved_bytes) +
+              " of reserved memory) is cached but holds no allocated block" +
+              (a.releasable_segments ? " (" + plural(a.releasable_segments, "whole segment", "whole segments") + ")"
+                                     : std::string()) +
+              ". PyTorch reuses it without a new cudaMalloc, so it is not a leak, but nvidia-smi and other "
+              "processes see it as used.";
+  w.advice = "If another process needs the GPU, call torch.cuda.empty_cache() after the phase that needed the "
+             "memory; it returns " + human_bytes(a.empty_cache_bytes()) + " to CUDA" +
+             (a.empty_cache_pending_bytes ? " (these bytes and " + human_bytes(a.empty_cache_pending_bytes) +
+                                                " of pending frees it waits for first)"
+                                          : std::string()) + ".";
+  return w;
+}
+
+Words pending_free_words(const Accounting& a) {
+  Words w;
+  w.message = human_bytes(a.pending_free_bytes) + " (" + pct(a.pending_free_bytes, a.reserved_bytes) +
+              " of reserved memory) was freed by the program but awaits other streams (record_stream), so it "
+              "cannot be reused yet.";
+  w.advice = "It becomes free when the other streams' work completes; synchronize (torch.cuda.synchronize() or "
+             "a stream wait) before the next large allocation, and prefer a stream wait over record_stream for "
+             "large tensors.";
+  return w;
+}
+
+// ---- the file itself
+
+Words trace_words(const DeviceAnalysis& d) {
+  Words w;
+  w.message = "The trace does not replay cleanly to the dumped state: event " +
+              with_commas(d.trace.first_mismatch->event) + ": " + d.trace.first_mismatch->what + ".";
+  w.advice = "Figures derived from the trace (peak, timeline, leaks) may be off around that event; the dumped "
+             "state itself is unaffected.";
+  return w;
+}
+
 }  // namespace
 
 std::string cause_evidence(OomCause cause, const OomReport& r, const std::vector<Leak>& leaks) {
@@ -203,134 +345,28 @@ std::string torch_message(const OomReport& r) {
 }
 
 Words finding_words(const Finding& f, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings) {
-  Words w;
   const Accounting& a = d.accounting;
-  const uint64_t reserved = a.reserved_bytes;
   const bool expandable = a.regime != Regime::Classic || settings.expandable_segments;
   switch (f.kind) {
     case FindingKind::OomFragmentation:
     case FindingKind::OomSegmentRounding:
     case FindingKind::OomLeak:
     case FindingKind::OomExternal:
-    case FindingKind::OomCapacity: {
-      const OomReport& r = d.ooms.explained[f.index];
-      std::string when = r.from_trace ? "at event " + with_commas(*r.event_index) : "(dumped state)";
-      w.message = "Out of memory " + when + " allocating " + human_bytes(r.requested_bytes) +
-                  (r.from_trace ? " from " + r.site : std::string()) + ": " + cause_evidence(r.cause(), r, d.leaks);
-      if (!r.fixes.empty()) w.advice = fix_words(r.fixes.front(), r);
-      return w;
-    }
-    case FindingKind::OomRetryInExcept: {
-      const OomReport& r = d.ooms.explained[f.index];
-      std::string when = r.from_trace ? "at event " + with_commas(*r.event_index) : "(dumped state)";
-      w.message = "After the OOM " + when + ", allocation resumed at " + r.site +
-                  " while the failed step's tensors were still alive.";
-      w.advice = fix_words(OomFix::RetryOutsideExcept, r);
-      return w;
-    }
+    case FindingKind::OomCapacity:
+    case FindingKind::OomRetryInExcept: return oom_words(f, d);
     case FindingKind::LeakAutogradHistory:
     case FindingKind::LeakTensorList:
     case FindingKind::LeakGrowth: return leak_words(f.kind, d, f.bytes);
-    case FindingKind::GrowingWithInput: {
-      std::string what;
-      for (size_t i = 0; i < d.growing.size() && i < 3; ++i) {
-        const auto& g = d.growing[i];
-        what += std::string(i ? "; " : "") + g.site + " from " + human_bytes(g.first_bytes) + " (iteration " +
-                std::to_string(g.first_iteration) + ") to " + human_bytes(g.last_bytes) + " (iteration " +
-                std::to_string(g.last_iteration) + ")";
-      }
-      w.message = "Allocations grow iteration after iteration: " + what +
-                  ". Memory that grows with the input, such as the sequence length, raises the peak every step until "
-                  "it does not fit.";
-      w.advice = "Bound the input's length (truncate, or bucket inputs by length); for RNNs, truncated "
-                 "backpropagation through time (detach the hidden state every k steps).";
-      return w;
-    }
-    case FindingKind::GrowthUnattributed:
-      w.message = "Allocated memory at the start of each iteration grows by " + per_iter(double(f.bytes)) + " over " +
-                  plural(d.iterations.count, "iteration", "iterations") +
-                  ", but no single site retains allocations from iteration after iteration.";
-      w.advice = "Compare two snapshots a few steps apart with `memsnap diff` to see which sites grow.";
-      return w;
-    case FindingKind::ActivationsKeptWithoutBackward: {
-      const Structure& s = *d.structure;
-      w.message = "One forward pass keeps the activations of every one of its " + with_commas(s.repeats) +
-                  " repeated blocks" + (s.loop_site.empty() ? std::string() : " (" + s.loop_site + ")") + ": " +
-                  human_bytes(f.bytes) + " is still allocated at the dump and no backward pass follows to free it. "
-                  "With autograd on, each layer's output is saved for a backward that never runs.";
-      w.advice = "Evaluate under `torch.no_grad()` or `torch.inference_mode()`: each activation is then freed as "
-                 "soon as the next layer has used it.";
-      return w;
-    }
-    case FindingKind::StrandedFreeMemory: {
-      w.message = human_bytes(a.stranded_bytes) + " (" + pct(a.stranded_bytes, reserved) +
-                  " of reserved memory) is stranded: free blocks in " +
-                  plural(a.stranding_segments, "segment", "segments") +
-                  " that still hold allocated blocks, so neither the allocator nor torch.cuda.empty_cache() can "
-                  "return it to CUDA";
-      if (expandable) w.message += " (partial pages next to allocated blocks)";
-      w.message += ".";
-      if (!a.pinning_sites.empty()) {
-        const PinningSite& top = a.pinning_sites.front();
-        w.message += " It is pinned by " + plural(a.pinning_blocks, "allocated block", "allocated blocks") +
-                     "; the most from " + top.site + ": " + plural(top.blocks, "block", "blocks") + " of " +
-                     human_bytes(top.live_bytes) + " strand " + human_bytes(top.stranded_bytes) + ".";
-      }
-      w.advice = expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
-                                  std::string(kFreeEarlier) + "."
-                            : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "
-                              "page by page instead of being cached split); or " + std::string(kFreeEarlier) + ".";
-      return w;
-    }
-    case FindingKind::FragmentedPool: {
-      const PoolAccount& p = a.pools[f.index];
-      char frag[16];
-      std::snprintf(frag, sizeof frag, "%.2f", p.fragmentation);
-      w.message = pool_name(p) + " strands " + human_bytes(p.stranded_bytes) + " of free memory next to allocated "
-                  "blocks, but the largest stranded piece is " + human_bytes(p.largest_stranded_block_bytes) +
-                  " (fragmentation " + frag + "): a request above that size on this stream needs new memory from CUDA "
-                  "even though the cache holds more bytes in total.";
-      if (expandable)
-        w.advice = "Expandable segments are on, so the holes lie between allocated blocks: allocate long-lived "
-                   "tensors before short-lived ones so they do not interleave, and " + std::string(kFreeEarlier) + ".";
-      else if (settings.max_split_size)
-        w.advice = "max_split_size is already " + human_bytes(*settings.max_split_size) +
-                   "; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids this fragmentation altogether.";
-      else
-        w.advice = "Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N (blocks of N MiB or more are then never split, "
-                   "so they stay whole for large requests), or expandable_segments:True, which avoids this "
-                   "fragmentation altogether.";
-      return w;
-    }
-    case FindingKind::ReleasableCache:
-      w.message = human_bytes(a.releasable_bytes) + " (" + pct(a.releasable_bytes, reserved) +
-                  " of reserved memory) is cached but holds no allocated block" +
-                  (a.releasable_segments ? " (" + plural(a.releasable_segments, "whole segment", "whole segments") + ")"
-                                         : std::string()) +
-                  ". PyTorch reuses it without a new cudaMalloc, so it is not a leak, but nvidia-smi and other "
-                  "processes see it as used.";
-      w.advice = "If another process needs the GPU, call torch.cuda.empty_cache() after the phase that needed the "
-                 "memory; it returns " + human_bytes(a.empty_cache_bytes()) + " to CUDA" +
-                 (a.empty_cache_pending_bytes ? " (these bytes and " + human_bytes(a.empty_cache_pending_bytes) +
-                                                    " of pending frees it waits for first)"
-                                              : std::string()) + ".";
-      return w;
-    case FindingKind::PendingFree:
-      w.message = human_bytes(a.pending_free_bytes) + " (" + pct(a.pending_free_bytes, reserved) +
-                  " of reserved memory) was freed by the program but awaits other streams (record_stream), so it "
-                  "cannot be reused yet.";
-      w.advice = "It becomes free when the other streams' work completes; synchronize (torch.cuda.synchronize() or "
-                 "a stream wait) before the next large allocation, and prefer a stream wait over record_stream for "
-                 "large tensors.";
-      return w;
-    case FindingKind::TraceInconsistent:
-      w.message = "The trace does not replay cleanly to the dumped state: event " +
-                  with_commas(d.trace.first_mismatch->event) + ": " + d.trace.first_mismatch->what + ".";
-      w.advice = "Figures derived from the trace (peak, timeline, leaks) may be off around that event; the dumped "
-                 "state itself is unaffected.";
-      return w;
+    case FindingKind::GrowingWithInput:
+    case FindingKind::GrowthUnattributed: return growth_words(f, d);
+    case FindingKind::ActivationsKeptWithoutBackward: return one_pass_words(f, d);
+    case FindingKind::StrandedFreeMemory: return stranded_words(a, expandable);
+    case FindingKind::FragmentedPool: return fragmented_pool_words(a.pools[f.index], expandable, settings);
+    case FindingKind::ReleasableCache: return releasable_words(a);
+    case FindingKind::PendingFree: return pending_free_words(a);
+    case FindingKind::TraceInconsistent: return trace_words(d);
   }
-  return w;
+  return {};
 }
 
 std::string iteration_method(const Iterations& it) {
