@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/hash.hpp"
 
 namespace memsnap::pickle {
 
@@ -260,7 +261,7 @@ class Unpickler {
   std::vector<size_t> marks_;
   size_t fence_ = 0;  // where the items above the last MARK start
   std::vector<uint32_t> memo_;
-  std::unordered_map<uint64_t, ValueId> sparse_;
+  std::unordered_map<uint64_t, ValueId, util::Hasher> sparse_;  // seeded: crafted PUT indices cannot collide
   uint64_t memo_count_ = 0;
   int protocol_ = 0;
 };

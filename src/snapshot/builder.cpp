@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/hash.hpp"
 #include "memsnap/snapshot/validate.hpp"
 
 namespace memsnap::snapshot {
@@ -192,11 +193,11 @@ class Builder {
 
   // Stacks: a frames list is looked up by its item range (shared by identical
   // lists), frames by node (genuine files share each frame dict), both then by content.
-  std::unordered_map<uint64_t, StackId> stack_of_range_;
-  std::unordered_map<uint32_t, FrameId> frame_of_node_;
+  std::unordered_map<uint64_t, StackId, util::Hasher> stack_of_range_;
+  std::unordered_map<uint32_t, FrameId, util::Hasher> frame_of_node_;
   std::vector<FrameId> tmp_frames_;
-  std::unordered_map<uint32_t, uint8_t> state_cache_;
-  std::unordered_map<uint32_t, uint8_t> action_cache_;
+  std::unordered_map<uint32_t, uint8_t, util::Hasher> state_cache_;
+  std::unordered_map<uint32_t, uint8_t, util::Hasher> action_cache_;
   std::map<std::string, uint64_t> unknown_actions_;
 };
 

@@ -8,13 +8,6 @@
 
 namespace memsnap::snapshot {
 
-namespace {
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
-}
-}  // namespace
-
 StringTable::StringTable() { intern(""); }
 
 StrId StringTable::intern(std::string_view s) {
@@ -37,8 +30,7 @@ StackTable::StackTable() { ranges_.push_back({0, 0}); }
 
 StackId StackTable::intern(std::span<const FrameId> frames) {
   if (frames.empty()) return StackId{0};
-  uint64_t h = frames.size();
-  for (FrameId f : frames) h = mix(h, f.v);
+  uint64_t h = util::hash_bytes(frames.data(), frames.size() * sizeof(FrameId), seed_);
   auto [lo, hi] = index_.equal_range(h);
   for (auto it = lo; it != hi; ++it) {
     auto [start, len] = ranges_[it->second];

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "memsnap/util/hash.hpp"
+
 namespace memsnap::snapshot {
 
 /// A typed index, so that ids of different tables cannot be mixed up.
@@ -40,7 +42,7 @@ class StringTable {
  private:
   std::deque<std::string> storage_;
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, uint32_t> index_;
+  std::unordered_map<std::string_view, uint32_t, util::Hasher> index_;  // seeded: see util/hash.hpp
 };
 
 struct Frame {
@@ -62,8 +64,10 @@ class FrameTable {
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
+    KeyHash() : seed(util::hash_seed()) {}
+    uint64_t seed;
     size_t operator()(const Key& k) const {
-      return std::hash<uint64_t>()((uint64_t(k.file) << 32 | k.name) * 0x9E3779B97F4A7C15ull ^ uint64_t(k.line));
+      return util::hash_u64(util::hash_u64(uint64_t(k.file) << 32 | k.name, seed) ^ uint64_t(k.line), seed);
     }
   };
   std::vector<Frame> frames_;
@@ -83,7 +87,8 @@ class StackTable {
  private:
   std::vector<FrameId> frames_;
   std::vector<std::pair<uint32_t, uint32_t>> ranges_;  // start, length
-  std::unordered_multimap<uint64_t, uint32_t> index_;  // content hash -> stack
+  std::unordered_multimap<uint64_t, uint32_t, util::Hasher> index_;  // seeded content hash -> stack
+  uint64_t seed_ = util::hash_seed();
 };
 
 enum class BlockState : uint8_t { ActiveAllocated, ActivePendingFree, Inactive };
