@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/hash.hpp"
 
 namespace memsnap::pickle {
 
@@ -36,7 +37,7 @@ uint32_t cap_of(const Value& v) { return static_cast<uint32_t>(v.x >> 32); }
 void set_range(Value& v, uint64_t start, uint64_t cap) { v.x = start | (cap << 32); }
 }  // namespace
 
-ValueGraph::ValueGraph(std::span<const uint8_t> input) : input_(input) {
+ValueGraph::ValueGraph(std::span<const uint8_t> input) : seed_(util::hash_seed()), input_(input) {
   nodes_.reserve(std::max<size_t>(64, input.size() / 8));
   items_.reserve(std::max<size_t>(64, input.size() / 4));
   nodes_.push_back(Value{Kind::None});
@@ -164,9 +165,7 @@ void ValueGraph::share_if_seen(ValueId c) {
   uint64_t start = start_of(v);
   if (start + v.n != items_.size()) return;
   const ValueId* p = items_.data() + start;
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ v.n;
-  for (uint32_t i = 0; i < v.n; ++i) h = (h ^ p[i].v) * 0x100000001B3ull;
-  h ^= h >> 29;
+  uint64_t h = util::hash_bytes(p, v.n * sizeof(ValueId), seed_);  // seeded: crafted lists cannot collide
   if (h == 0) h = 1;  // 0 marks an empty slot
   if (seen_used_ * 2 >= seen_.size()) {  // grow and rehash
     std::vector<SeenRange> old(std::max<size_t>(1024, seen_.size() * 2), SeenRange{0, 0, 0});
@@ -182,11 +181,14 @@ void ValueGraph::share_if_seen(ValueId c) {
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     SeenRange& r = seen_[i];
     if (r.hash == 0) {
+      // A registered range must never change again: freeze it, so that a later
+      // batch for this list moves the list instead of writing after these items,
+      // and the items can never be truncated away (they no longer end a growable range).
       r = SeenRange{h, static_cast<uint32_t>(start), v.n};
+      v.flags |= Value::kFrozen;
       ++seen_used_;
       return;
     }
-    if (r.hash == h && r.n == v.n && r.start == start) return;  // this very range, seen before
     // Only a range wholly below this one can be shared: this one is given back.
     if (r.hash == h && r.n == v.n && r.start + r.n <= start &&
         std::memcmp(p, items_.data() + r.start, v.n * sizeof(ValueId)) == 0) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memsnap/pickle/pod_buffer.hpp"
+#include "memsnap/util/hash.hpp"
 
 namespace memsnap::pickle {
 
@@ -85,6 +86,8 @@ class ValueGraph {
   /// Called when a list has received a batch: if its items end the item array and
   /// the same item sequence was seen before, the list shares that range and the
   /// space is given back. Real snapshots repeat each traceback thousands of times.
+  /// Invariant: every range the table remembers is frozen (never written or
+  /// truncated again), so a list that shares it always reads what the pickle said.
   void share_if_seen(ValueId list);
   /// Identity of a container's item range: equal for lists that share_if_seen merged.
   uint64_t range_key(ValueId id) const { return (nodes_[id.v].x & 0xFFFFFFFFu) | (uint64_t(nodes_[id.v].n) << 32); }
@@ -107,8 +110,9 @@ class ValueGraph {
     uint64_t hash;
     uint32_t start, n;
   };
-  std::vector<SeenRange> seen_;  // open addressing, power-of-two size
+  std::vector<SeenRange> seen_;  // open addressing, power-of-two size, frozen ranges only
   size_t seen_used_ = 0;
+  uint64_t seed_;
 
   std::span<const uint8_t> input_;
   PodBuffer<Value> nodes_;
