@@ -46,6 +46,78 @@ StackId StackTable::intern(std::span<const FrameId> frames) {
   return StackId{id};
 }
 
+// ---- Trace ------------------------------------------------------------------
+
+uint64_t Trace::escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i) {
+  auto it = std::lower_bound(side.begin(), side.end(), std::pair<uint64_t, uint64_t>{i, 0});
+  return it != side.end() && it->first == i ? it->second : 0;
+}
+
+uint16_t Trace::stream_index(uint64_t stream) {
+  if (!streams_.empty() && streams_.back() == stream) return static_cast<uint16_t>(streams_.size() - 1);
+  if (streams_.size() < 8) {
+    for (size_t k = 0; k < streams_.size(); ++k)
+      if (streams_[k] == stream) return static_cast<uint16_t>(k);
+  } else if (auto it = stream_ids_.find(stream); it != stream_ids_.end()) {
+    return it->second;
+  }
+  if (streams_.size() >= 0xFFFF) throw InputError("", "a trace uses more than 65,535 streams");
+  auto k = static_cast<uint16_t>(streams_.size());
+  streams_.push_back(stream);
+  if (streams_.size() == 8)
+    for (size_t j = 0; j < streams_.size(); ++j) stream_ids_.emplace(streams_[j], static_cast<uint16_t>(j));
+  else if (streams_.size() > 8)
+    stream_ids_.emplace(stream, k);
+  return k;
+}
+
+void Trace::push_back(const TraceEvent& e) {
+  size_t i = addr_.size();
+  addr_.push_back(e.addr);
+  if (e.size < kEscaped) {
+    size_.push_back(static_cast<uint32_t>(e.size));
+  } else {
+    size_.push_back(kEscaped);
+    big_sizes_.emplace_back(i, e.size);
+  }
+  if ((i >> kBlockShift) >= time_base_.size()) time_base_.push_back(TraceEvent::kNoTime);
+  int64_t& base = time_base_[i >> kBlockShift];
+  if (!e.has_time()) {
+    time_.push_back(kNoTimeDelta);
+  } else {
+    if (base == TraceEvent::kNoTime) base = e.time_us;
+    // Overflow-safe: compare before subtracting.
+    bool near = e.time_us >= base ? uint64_t(e.time_us) - uint64_t(base) < uint64_t(INT32_MAX)
+                                  : uint64_t(base) - uint64_t(e.time_us) < uint64_t(INT32_MAX) - 2;
+    if (near) {
+      time_.push_back(static_cast<int32_t>(e.time_us - base));
+    } else {
+      time_.push_back(kEscapedTime);
+      big_times_.emplace_back(i, static_cast<uint64_t>(e.time_us));
+    }
+  }
+  stack_.push_back(e.stack.v);
+  action_.push_back(e.action);
+  stream_.push_back(stream_index(e.stream));
+}
+
+void Trace::reserve(size_t n) {
+  addr_.reserve(n);
+  size_.reserve(n);
+  time_.reserve(n);
+  stack_.reserve(n);
+  action_.reserve(n);
+  stream_.reserve(n);
+}
+
+void Trace::clear() { *this = Trace(); }
+
+size_t Trace::memory_bytes() const {
+  return addr_.capacity() * 8 + size_.capacity() * 4 + time_.capacity() * 4 + stack_.capacity() * 4 +
+         action_.capacity() + stream_.capacity() * 2 + time_base_.capacity() * 8 +
+         (big_sizes_.capacity() + big_times_.capacity()) * 16 + streams_.capacity() * 8 + stream_ids_.size() * 32;
+}
+
 const char* to_string(BlockState s) {
   switch (s) {
     case BlockState::ActiveAllocated: return "active_allocated";
