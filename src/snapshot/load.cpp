@@ -4,6 +4,8 @@
 #include "memsnap/pickle/json_reader.hpp"
 #include "memsnap/snapshot/builder.hpp"
 
+#include "fast_build.hpp"
+
 namespace memsnap::snapshot {
 
 namespace {
@@ -20,6 +22,10 @@ Loaded decode(io::ByteSource src, const std::string& path, const LoadOptions& op
   if (out.input.encoding == io::Encoding::Json) {
     pickle::ValueGraph g = pickle::read_json(src.data());
     out.snapshot = build_snapshot(g, build);
+  } else if (auto fast = detail::fast_build(src.data())) {
+    // The schema-directed path: the same model, without a value graph (see fast_build.cpp).
+    out.input.pickle_protocol = fast->protocol;
+    out.snapshot = std::move(fast->snapshot);
   } else {
     pickle::PickleInfo info;
     pickle::ValueGraph g = pickle::unpickle(src.data(), &info, options.limits);

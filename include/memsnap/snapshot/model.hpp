@@ -229,6 +229,11 @@ class Trace {
   void clear();
   /// Bytes the columns and side tables hold.
   size_t memory_bytes() const;
+  /// Replaces every event's stack id s by f(s) (a builder that renumbers its stacks).
+  template <class F>
+  void remap_stacks(F f) {
+    for (uint32_t& s : stack_) s = f(s);
+  }
   /// The distinct streams of the trace, in order of first use.
   std::span<const uint64_t> streams() const { return streams_; }
 
