@@ -23,7 +23,7 @@ struct TimelineArgs {
   std::string file;
   std::string output;
   std::optional<PlotFormat> format;
-  std::string max_memory = "16GiB";
+  std::string max_memory = "4GiB";
   std::optional<int> device;
   bool by_site = false;
   size_t top_sites = 8;
@@ -99,7 +99,7 @@ void add_timeline(CLI::App& app) {
                   "Where iterations start (as for analyze; default: detected)")
       ->option_text("NAME");
   cmd->add_option("--max-memory", args->max_memory,
-                  "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
+                  "Memory bound for reading the snapshot: decoded input, parse and model (default 4GiB)")
       ->option_text("SIZE");
   cmd->callback([args] {
     PlotFormat format = resolve_format(*args);

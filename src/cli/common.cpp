@@ -19,7 +19,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->option_text("text|json");
   cmd.add_flag("--no-color", o.no_color, "Never colour the text output (NO_COLOR is honoured too)");
   cmd.add_option("--max-memory", o.max_memory,
-                 "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
+                 "Memory bound for reading the snapshot: decoded input, parse and model (default 4GiB)")
       ->option_text("SIZE");
 }
 
@@ -28,6 +28,7 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   auto limit = parse_size(o.max_memory);
   if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + o.max_memory + "'", kBadInput);
   lo.read.max_buffer_bytes = *limit;
+  lo.max_memory = *limit;
   std::string shown = path == "-" ? "<stdin>" : path;
   try {
     return snapshot::load_snapshot(path, lo);

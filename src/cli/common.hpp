@@ -29,7 +29,7 @@ enum class Format { Text, Json };
 struct CommonOptions {
   Format format = Format::Text;
   bool no_color = false;
-  std::string max_memory = "16GiB";
+  std::string max_memory = "4GiB";
 };
 
 /// Which device and which moment a command looks at: --device, --at, --at-time.

@@ -38,12 +38,17 @@ void set_range(Value& v, uint64_t start, uint64_t cap) { v.x = start | (cap << 3
 }  // namespace
 
 ValueGraph::ValueGraph(std::span<const uint8_t> input) : seed_(util::hash_seed()), input_(input) {
-  nodes_.reserve(std::max<size_t>(64, input.size() / 8));
-  items_.reserve(std::max<size_t>(64, input.size() / 4));
+  // Never presized from the input's size: arrays grow with what is parsed (realloc, no copy).
+  nodes_.reserve(1024);
+  items_.reserve(1024);
   nodes_.push_back(Value{Kind::None});
   nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 0});
   nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 1});
   for (int64_t i = 0; i < kSmallInts; ++i) nodes_.push_back(Value{Kind::Int, 0, 0, 0, static_cast<uint64_t>(i)});
+}
+
+void ValueGraph::account(uint64_t growing) const {
+  if (budget_) budget_->set(util::Account::Parse, memory_bytes() + growing + (extra_ ? *extra_ : 0));
 }
 
 void ValueGraph::too_many() { throw InputError("", "input describes more than 2^32 objects"); }
@@ -94,6 +99,7 @@ ValueId ValueGraph::make_view(Kind k, uint64_t offset, uint64_t len) {
 ValueId ValueGraph::make_side(Kind k, std::string_view b) {
   if (b.size() > kMaxItems) throw InputError("", "string longer than 4 GiB");
   uint64_t off = side_.size();
+  if (side_.size() + b.size() > side_.capacity()) account(side_.size() + b.size());
   side_.append(b);
   return push(Value{k, Value::kSide, 0, static_cast<uint32_t>(b.size()), off});
 }
@@ -125,6 +131,7 @@ ValueId ValueGraph::make_container(Kind k, std::span<const ValueId> items) {
   Value v{k, Value::kFrozen, 0, static_cast<uint32_t>(items.size()), 0};
   size_t start = items_.size();
   set_range(v, start, items.size());
+  if (start + items.size() > items_.capacity()) account((start + items.size()) * sizeof(ValueId));
   items_.resize_uninitialized(start + items.size());
   if (!items.empty()) std::memcpy(items_.data() + start, items.data(), items.size() * sizeof(ValueId));
   return push(v);
@@ -139,6 +146,7 @@ void ValueGraph::append(ValueId c, std::span<const ValueId> add) {
   bool frozen = v.flags & Value::kFrozen;
   if (!frozen && start + cap == items_.size()) {
     // The range ends the array: grow it in place.
+    if (start + n + k > items_.capacity()) account((start + n + k) * sizeof(ValueId));
     items_.resize_uninitialized(start + n + k);
     std::memcpy(items_.data() + start + n, add.data(), k * sizeof(ValueId));
     set_range(v, start, n + k);
@@ -149,6 +157,7 @@ void ValueGraph::append(ValueId c, std::span<const ValueId> add) {
     // batches between other objects is copied O(log n) times.
     uint64_t ncap = std::max<uint64_t>(8, 2 * (n + k));
     uint64_t nstart = items_.size();
+    if (nstart + ncap > items_.capacity()) account((nstart + ncap) * sizeof(ValueId));
     items_.resize_uninitialized(nstart + ncap);
     std::memcpy(items_.data() + nstart, items_.data() + start, n * sizeof(ValueId));
     std::memcpy(items_.data() + nstart + n, add.data(), k * sizeof(ValueId));

@@ -348,7 +348,8 @@ struct Span {
 
 class FastBuilder {
  public:
-  explicit FastBuilder(std::span<const uint8_t> in) : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()) {
+  FastBuilder(std::span<const uint8_t> in, util::MemoryBudget* budget)
+      : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), budget_(budget) {
     stack_.reserve(1024);
     opens_.reserve(256);
   }
@@ -527,10 +528,13 @@ class FastBuilder {
   void push_segment(const Open& o);
   void push_settings(const Open& o);
   Snapshot renumber();
+  void account();
 
   const uint8_t* begin_;
   const uint8_t* p_;
   const uint8_t* end_;
+  util::MemoryBudget* budget_;
+  uint64_t next_account_ = uint64_t{1} << 20;  // input offset of the next memory check
   int protocol_ = 0;
   std::vector<Slot> stack_;
   std::vector<uint32_t> marks_;
@@ -1301,11 +1305,28 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
   return true;
 }
 
+// Everything the fast path holds, against the run's memory bound (every MiB of input).
+void FastBuilder::account() {
+  next_account_ = off(p_) + (uint64_t{1} << 20);
+  if (!budget_) return;
+  uint64_t parse = (stack_.capacity() + fields_.capacity() + atoms_.capacity()) * sizeof(Slot) +
+                   opens_.capacity() * sizeof(Open) + memo_.bytes() + spans_.capacity() * sizeof(Span) +
+                   span_index_.capacity() * 4 + pending_blocks_.capacity() * sizeof(PendingBlock) +
+                   staged_.capacity() * sizeof(Staged) + pstrings_.memory_bytes() + pframes_.memory_bytes() +
+                   pstacks_.memory_bytes();
+  uint64_t model = 0;
+  for (const auto& [i, d] : devices_) model += d.memory_bytes();
+  budget_->set(util::Account::Parse, parse);
+  budget_->set(util::Account::Model, model);
+}
+
 // ---- the opcode loop ------------------------------------------------------------------------
 
 FastResult FastBuilder::run() {
   for (;;) {
     if (p_ >= end_) bail();
+    if (off(p_) >= next_account_) [[unlikely]]
+      account();
     uint8_t c = *p_++;
     switch (c) {
       case 0x80: {  // PROTO
@@ -1543,14 +1564,19 @@ Snapshot FastBuilder::renumber() {
   out.devices.reserve(devices_.size());
   for (auto& [index, d] : devices_) out.devices.push_back(std::move(d));
   for (std::string& w : validate(out)) out.warnings.push_back(std::move(w));
+  if (budget_) {
+    uint64_t bytes = out.tables_bytes();
+    for (const Device& d : out.devices) bytes += d.memory_bytes();
+    budget_->set(util::Account::Model, bytes);
+  }
   return std::move(out);
 }
 
 }  // namespace
 
-std::optional<FastResult> fast_build(std::span<const uint8_t> input) {
+std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget) {
   try {
-    FastBuilder b(input);
+    FastBuilder b(input, budget);
     return b.run();
   } catch (const Bail& b) {
     // MEMSNAP_FAST_DEBUG=1 says where the fast path gave up (for profiling real files).

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "memsnap/snapshot/model.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::snapshot::detail {
 
@@ -20,6 +21,8 @@ struct FastResult {
 /// itself: the caller then runs the generic path (unpickle + build_snapshot), which
 /// gives the same model or the exact error. When it returns a model, that model is
 /// identical to the generic path's, ids and order of every table included.
-std::optional<FastResult> fast_build(std::span<const uint8_t> input);
+/// The memory bound is the one exception: passing it throws InputError, as the
+/// generic path would (its value graph is larger, so it would pass it too).
+std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget = nullptr);
 
 }  // namespace memsnap::snapshot::detail

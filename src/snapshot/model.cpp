@@ -13,6 +13,7 @@ StringTable::StringTable() { intern(""); }
 StrId StringTable::intern(std::string_view s) {
   if (auto it = index_.find(s); it != index_.end()) return StrId{it->second};
   const std::string& stored = storage_.emplace_back(s);
+  bytes_ += stored.capacity() + 32;
   uint32_t id = static_cast<uint32_t>(views_.size());
   views_.push_back(stored);
   index_.emplace(views_.back(), id);
@@ -160,6 +161,8 @@ const Device* Snapshot::device(int index) const {
                              [](const Device& d, int i) { return d.index < i; });
   return it != devices.end() && it->index == index ? &*it : nullptr;
 }
+
+size_t Snapshot::tables_bytes() const { return strings.memory_bytes() + frames.memory_bytes() + stacks.memory_bytes(); }
 
 std::string Snapshot::frame_text(FrameId id) const {
   const Frame& f = frames[id];

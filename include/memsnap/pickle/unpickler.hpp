@@ -5,6 +5,7 @@
 #include <span>
 
 #include "memsnap/pickle/value.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::pickle {
 
@@ -13,6 +14,8 @@ struct Limits {
   uint32_t max_marks = 4096;
   /// Largest value stack (objects built but not yet placed in a container).
   uint64_t max_stack = uint64_t{1} << 28;
+  /// The run's memory bound: the graph, memo and stack count as util::Account::Parse.
+  util::MemoryBudget* budget = nullptr;
 };
 
 struct PickleInfo {

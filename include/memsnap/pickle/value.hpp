@@ -9,6 +9,7 @@
 
 #include "memsnap/pickle/pod_buffer.hpp"
 #include "memsnap/util/hash.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::pickle {
 
@@ -94,12 +95,23 @@ class ValueGraph {
   void set_root(ValueId id) { root_ = id; }
   /// Bytes of memory the graph holds (for diagnostics and benchmarks).
   size_t memory_bytes() const;
+  /// Counts the graph (plus *extra, the builder's own tables) as util::Account::Parse
+  /// every time an array grows; growth past the bound throws InputError.
+  void set_budget(util::MemoryBudget* budget, const uint64_t* extra = nullptr) {
+    budget_ = budget;
+    extra_ = extra;
+  }
+  /// Re-checks the bound now (after a caller's own tables grew).
+  void account(uint64_t growing = 0) const;
 
  private:
   static constexpr uint32_t kFirstSmallInt = 3;  // after None, False, True
   static constexpr int64_t kSmallInts = 256;
   ValueId push(const Value& v) {
-    if (nodes_.size() >= kMaxNodes) too_many();
+    if (nodes_.size() == nodes_.capacity()) [[unlikely]] {
+      if (nodes_.size() >= kMaxNodes) too_many();
+      account(std::max<size_t>(64, nodes_.capacity()) * sizeof(Value));
+    }
     nodes_.push_back(v);
     return ValueId{static_cast<uint32_t>(nodes_.size() - 1)};
   }
@@ -119,6 +131,8 @@ class ValueGraph {
   PodBuffer<ValueId> items_;
   std::string side_;
   ValueId root_{0};
+  util::MemoryBudget* budget_ = nullptr;
+  const uint64_t* extra_ = nullptr;
 };
 
 /// One-line canonical rendering used by tests (see testdata/pickle/*.expected):

@@ -8,12 +8,17 @@
 #include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/snapshot/input.hpp"
 #include "memsnap/snapshot/model.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::snapshot {
 
 struct LoadOptions {
   io::ReadOptions read;
   pickle::Limits limits;
+  /// The run's memory bound (--max-memory): the decoded input, the value graph or
+  /// the fast path's tables, and the model count against it. An InputError naming
+  /// --max-memory when a load would pass it.
+  uint64_t max_memory = util::MemoryBudget::kDefault;
 };
 
 struct Loaded {

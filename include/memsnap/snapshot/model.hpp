@@ -40,9 +40,11 @@ class StringTable {
   StrId intern(std::string_view s);
   std::string_view operator[](StrId id) const { return views_[id.v]; }
   size_t size() const { return views_.size(); }
+  size_t memory_bytes() const { return bytes_ + views_.capacity() * 16 + index_.size() * 48; }
 
  private:
   std::deque<std::string> storage_;
+  size_t bytes_ = 0;
   std::vector<std::string_view> views_;
   std::unordered_map<std::string_view, uint32_t, util::Hasher> index_;  // seeded: see util/hash.hpp
 };
@@ -58,6 +60,7 @@ class FrameTable {
   FrameId intern(const Frame& f);
   const Frame& operator[](FrameId id) const { return frames_[id.v]; }
   size_t size() const { return frames_.size(); }
+  size_t memory_bytes() const { return frames_.capacity() * sizeof(Frame) + index_.size() * 48; }
 
  private:
   struct Key {
@@ -85,6 +88,7 @@ class StackTable {
     return {frames_.data() + ranges_[id.v].first, ranges_[id.v].second};
   }
   size_t size() const { return ranges_.size(); }
+  size_t memory_bytes() const { return frames_.capacity() * 4 + ranges_.capacity() * 8 + index_.size() * 40; }
 
  private:
   std::vector<FrameId> frames_;
@@ -264,6 +268,10 @@ struct Device {
   Trace trace;                    // oldest to newest, indices as in the file
 
   std::span<const Block> blocks_of(const Segment& s) const { return {blocks.data() + s.first_block, s.block_count}; }
+  /// Bytes the device's arrays hold (for the memory bound).
+  size_t memory_bytes() const {
+    return segments.capacity() * sizeof(Segment) + blocks.capacity() * sizeof(Block) + trace.memory_bytes();
+  }
 };
 
 struct AllocatorSettings {
@@ -302,6 +310,8 @@ struct Snapshot {
   std::vector<std::string> warnings;
 
   const Device* device(int index) const;
+  /// Bytes the string, frame and stack tables hold, about (for the memory bound).
+  size_t tables_bytes() const;
   std::string frame_text(FrameId f) const;  // "file.py:12:name"
 };
 
