@@ -72,6 +72,23 @@ uint16_t Trace::stream_index(uint64_t stream) {
   return k;
 }
 
+Trace& Trace::operator=(const Trace& o) {
+  if (this != &o) {
+    addr_ = o.addr_.clone();
+    size_ = o.size_.clone();
+    time_ = o.time_.clone();
+    stack_ = o.stack_.clone();
+    action_ = o.action_.clone();
+    stream_ = o.stream_.clone();
+    time_base_ = o.time_base_;
+    big_sizes_ = o.big_sizes_;
+    big_times_ = o.big_times_;
+    streams_ = o.streams_;
+    stream_ids_ = o.stream_ids_;
+  }
+  return *this;
+}
+
 void Trace::push_back(const TraceEvent& e) {
   size_t i = addr_.size();
   addr_.push_back(e.addr);

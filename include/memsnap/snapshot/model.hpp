@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "memsnap/util/hash.hpp"
+#include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::snapshot {
 
@@ -199,6 +200,10 @@ class Trace {
   using iterator = Iterator;
 
   Trace() = default;
+  Trace(const Trace& o) { *this = o; }
+  Trace(Trace&&) noexcept = default;
+  Trace& operator=(const Trace& o);
+  Trace& operator=(Trace&&) noexcept = default;
   Trace(std::initializer_list<TraceEvent> events) { for (const TraceEvent& e : events) push_back(e); }
   Trace& operator=(std::initializer_list<TraceEvent> events) {
     clear();
@@ -207,7 +212,7 @@ class Trace {
   }
 
   size_t size() const { return addr_.size(); }
-  bool empty() const { return addr_.empty(); }
+  bool empty() const { return addr_.size() == 0; }
   TraceEvent operator[](size_t i) const {
     TraceEvent e;
     e.addr = addr_[i];
@@ -249,12 +254,13 @@ class Trace {
   static uint64_t escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i);
   uint16_t stream_index(uint64_t stream);
 
-  std::vector<uint64_t> addr_;
-  std::vector<uint32_t> size_;
-  std::vector<int32_t> time_;
-  std::vector<uint32_t> stack_;
-  std::vector<Action> action_;
-  std::vector<uint16_t> stream_;
+  // Columns grow by realloc (mremap when large): no copy, no second peak.
+  util::PodBuffer<uint64_t> addr_;
+  util::PodBuffer<uint32_t> size_;
+  util::PodBuffer<int32_t> time_;
+  util::PodBuffer<uint32_t> stack_;
+  util::PodBuffer<Action> action_;
+  util::PodBuffer<uint16_t> stream_;
   std::vector<int64_t> time_base_;  // per block of 2^kBlockShift events
   std::vector<std::pair<uint64_t, uint64_t>> big_sizes_, big_times_;  // (event index, value), by index
   std::vector<uint64_t> streams_;
