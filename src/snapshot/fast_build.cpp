@@ -927,14 +927,15 @@ void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
           }
         }
         break;
-      case R_trace:
+      case R_trace: {
+        Trace& trace = device(opens_[rec].value).trace;  // one lookup per batch, not per event
         for (size_t i = 0; i < n; ++i) {
           if (it[i].tag == kOpen) {
             finish(it[i].a);
           } else if (it[i].tag == kEvent) {
             const Staged& st = staged_[it[i].a];
             if (st.parent != rec) bail();
-            device(opens_[rec].value).trace.push_back(st.e);
+            trace.push_back(st.e);
             --live_staged_;
           } else {
             bail();
@@ -942,6 +943,7 @@ void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
         }
         if (live_staged_ == 0) staged_.clear();
         break;
+      }
       case R_ignore:
         for (size_t i = 0; i < n; ++i) {
           if (it[i].tag == kOpen) finish(it[i].a);

@@ -63,19 +63,31 @@ Loaded decode(const io::ByteSource& src, const std::string& path, const LoadOpti
 }  // namespace
 
 Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
-  util::MemoryBudget budget(options.max_memory);
+  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
   io::ReadOptions read = options.read;
-  read.budget = &budget;
-  io::ByteSource src = io::ByteSource::open(path, read);
-  return decode(src, path, options, budget);
+  read.budget = budget.get();
+  Loaded out;
+  {
+    io::ByteSource src = io::ByteSource::open(path, read);
+    out = decode(src, path, options, *budget);
+  }
+  budget->set(util::Account::Input, 0);  // the input is released once the model is built
+  out.budget = std::move(budget);
+  return out;
 }
 
 Loaded load_snapshot_bytes(std::vector<uint8_t> bytes, const std::string& name, const LoadOptions& options) {
-  util::MemoryBudget budget(options.max_memory);
+  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
   io::ReadOptions read = options.read;
-  read.budget = &budget;
-  io::ByteSource src = io::ByteSource::from_bytes(std::move(bytes), read);
-  return decode(src, name, options, budget);
+  read.budget = budget.get();
+  Loaded out;
+  {
+    io::ByteSource src = io::ByteSource::from_bytes(std::move(bytes), read);
+    out = decode(src, name, options, *budget);
+  }
+  budget->set(util::Account::Input, 0);
+  out.budget = std::move(budget);
+  return out;
 }
 
 }  // namespace memsnap::snapshot

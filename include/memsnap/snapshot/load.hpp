@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "memsnap/io/byte_source.hpp"
@@ -24,6 +25,9 @@ struct LoadOptions {
 struct Loaded {
   InputInfo input;
   Snapshot snapshot;
+  /// The run's memory bound with the model counted (Account::Model): analyses add
+  /// theirs as Account::Analysis, so --max-memory bounds the whole run.
+  std::shared_ptr<util::MemoryBudget> budget;
 };
 
 /// Loads and builds. Throws InputError (without the path: callers add it).
