@@ -41,7 +41,7 @@ std::vector<Alloc> window_allocs(const Replay& replay) {
   return out;
 }
 
-using Occurrences = std::unordered_map<uint64_t, std::vector<size_t>, SeededHash>;
+using Occurrences = std::unordered_map<uint64_t, std::vector<size_t>, util::Hasher>;
 
 // How periodic the allocation sequence is with period p: the share of
 // allocations whose stack is allocated again about one period later (within a
@@ -94,7 +94,7 @@ struct Repeat {
 // stack, and the most common per-stack median gaps (a stack allocated once per
 // step votes for the step even when per-layer stacks dominate the raw gaps).
 std::vector<size_t> candidate_periods(const Occurrences& occurrences, size_t n) {
-  std::unordered_map<uint64_t, size_t, SeededHash> gaps, medians;
+  std::unordered_map<uint64_t, size_t, util::Hasher> gaps, medians;
   for (const auto& [sym, occ] : occurrences) {
     if (occ.size() < 2) continue;
     std::vector<size_t> g;
@@ -104,7 +104,7 @@ std::vector<size_t> candidate_periods(const Occurrences& occurrences, size_t n) 
     }
     if (g.size() >= 2) ++medians[median(g)];
   }
-  auto top = [](const std::unordered_map<uint64_t, size_t, SeededHash>& m, size_t k) {
+  auto top = [](const std::unordered_map<uint64_t, size_t, util::Hasher>& m, size_t k) {
     std::vector<std::pair<size_t, size_t>> v(m.begin(), m.end());  // (gap, count)
     std::sort(v.begin(), v.end(),
               [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
@@ -232,7 +232,7 @@ double kept_share(const std::vector<Alloc>& allocs, const Replay& replay, const 
 std::vector<snapshot::FrameId> common_chain(const Context& ctx, const std::vector<Alloc>& allocs, size_t lo,
                                             size_t hi, const Replay& replay) {
   const auto& snap = ctx.snap;
-  std::unordered_map<uint32_t, std::vector<snapshot::FrameId>, SeededHash> chains;  // per stack, outermost first
+  std::unordered_map<uint32_t, std::vector<snapshot::FrameId>, util::Hasher> chains;  // per stack, outermost first
   std::vector<const std::vector<snapshot::FrameId>*> voters;
   size_t step = std::max<size_t>(1, (hi - lo) / 4096);
   for (size_t j = lo; j < hi; j += step) {
@@ -249,7 +249,7 @@ std::vector<snapshot::FrameId> common_chain(const Context& ctx, const std::vecto
   }
   std::vector<snapshot::FrameId> out;
   for (size_t depth = 0; !voters.empty(); ++depth) {
-    std::unordered_map<uint32_t, size_t, SeededHash> count;
+    std::unordered_map<uint32_t, size_t, util::Hasher> count;
     for (auto* c : voters)
       if (depth < c->size()) ++count[(*c)[depth].v];
     uint32_t best = 0;

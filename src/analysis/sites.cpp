@@ -116,7 +116,7 @@ Sites::Sites(const snapshot::Snapshot& snap) : snap_(snap) {
   site_of_stack_.resize(n);
   traits_.resize(n);
   site_frame_.assign(n, UINT32_MAX);
-  std::unordered_map<std::string, uint32_t, SeededHash> index;
+  std::unordered_map<std::string, uint32_t, util::Hasher> index;
   for (uint32_t i = 0; i < n; ++i) {
     std::string text = compute_site(snapshot::StackId{i}, traits_[i], site_frame_[i]);
     auto [it, inserted] = index.try_emplace(std::move(text), static_cast<uint32_t>(names_.size()));

@@ -152,7 +152,10 @@ Snapshot slice(const Snapshot& snap, const SliceOptions& o) {
     }
     Device& nd = out.devices.back();
     nd.trace.clear();
-    if (!w.none) nd.trace.assign(d.trace.begin() + w.first, d.trace.begin() + w.last + 1);
+    if (!w.none) {
+      nd.trace.reserve(w.last + 1 - w.first);
+      for (size_t i = w.first; i <= w.last; ++i) nd.trace.push_back(d.trace[i]);
+    }
     windows.push_back(w);
   }
   if (o.has_window() && (o.from_time || o.to_time) && any_traced && !any_event)

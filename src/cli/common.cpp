@@ -22,7 +22,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool format) {
         ->option_text("text|json");
   cmd.add_flag("--no-color", o.no_color, "Never colour the text output (NO_COLOR is honoured too)");
   cmd.add_option("--max-memory", o.max_memory,
-                 "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
+                 "Memory bound for reading the snapshot: decoded input, parse and model (default 4GiB)")
       ->option_text("SIZE");
   add_quiet_option(cmd, o.quiet);
 }
@@ -36,6 +36,7 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   auto limit = parse_size(o.max_memory);
   if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + o.max_memory + "'", kBadInput);
   lo.read.max_buffer_bytes = *limit;
+  lo.max_memory = *limit;
   std::string shown = shown_path(path);
   ProgressLine progress(o.quiet);
   lo.progress = progress.callback();

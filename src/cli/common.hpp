@@ -32,7 +32,7 @@ enum class Format { Text, Json };
 struct CommonOptions {
   Format format = Format::Text;
   bool no_color = false;
-  std::string max_memory = "16GiB";
+  std::string max_memory = "4GiB";
   bool quiet = false;  // no progress line
 };
 

@@ -1,15 +1,21 @@
-// ByteSource: mmap for plain files, one growing buffer for stdin and decompressed data.
+// ByteSource: mmap for plain files (stdin too when it is one), one growing buffer for pipes and
+// decompressed data, counted against the run's memory bound.
 #include "memsnap/io/byte_source.hpp"
+#include "memsnap/util/progress.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <mutex>
 
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/units.hpp"
@@ -33,48 +39,153 @@ Compression detect_compression(std::span<const uint8_t> b) {
   return Compression::None;
 }
 
+size_t utf8_bom(std::span<const uint8_t> b) {
+  return b.size() >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF ? 3 : 0;
+}
+
 namespace {
+
+// ---- SIGBUS guard: a mapped file that shrinks reads as zeros, and we say so -------------------
+//
+// torch's _dump_snapshot rewrites the file in place; pages past the new end raise SIGBUS
+// when touched. The handler maps a zero page over the faulting page of a registered
+// mapping and records the offset; ByteSource::check_intact() turns that into an input error.
+// Faults outside every registered mapping get the default action.
+struct Guard {
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<size_t> len{0};
+  std::atomic<uint64_t> fault{UINT64_MAX};  // lowest faulting offset
+};
+constexpr int kGuards = 16;  // diff maps two files at once; a few to spare
+Guard g_guards[kGuards];
+struct sigaction g_previous;
+std::once_flag g_installed;
+long g_page = 4096;
+
+void on_sigbus(int sig, siginfo_t* info, void* ctx) {
+  auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (Guard& g : g_guards) {
+    uintptr_t b = g.begin.load(std::memory_order_acquire);
+    size_t n = g.len.load(std::memory_order_acquire);
+    if (b == 0 || addr < b || addr >= b + n) continue;
+    uintptr_t page = addr & ~uintptr_t(g_page - 1);
+    void* r = mmap(reinterpret_cast<void*>(page), size_t(g_page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                   -1, 0);
+    if (r == MAP_FAILED) break;
+    uint64_t off = page > b ? page - b : 0;
+    uint64_t cur = g.fault.load();
+    while (off < cur && !g.fault.compare_exchange_weak(cur, off)) {
+    }
+    return;
+  }
+  // Not ours: what would have happened without us.
+  sigaction(SIGBUS, &g_previous, nullptr);
+  if (g_previous.sa_flags & SA_SIGINFO && g_previous.sa_sigaction) {
+    g_previous.sa_sigaction(sig, info, ctx);
+  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    g_previous.sa_handler(sig);
+  } else {
+    raise(SIGBUS);
+  }
+}
+
+int guard_mapping(const void* begin, size_t len) {
+  std::call_once(g_installed, [] {
+    g_page = sysconf(_SC_PAGESIZE);
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous);
+  });
+  for (int i = 0; i < kGuards; ++i) {
+    uintptr_t expected = 0;
+    if (g_guards[i].begin.compare_exchange_strong(expected, 1)) {  // claim the slot
+      g_guards[i].fault.store(UINT64_MAX);
+      g_guards[i].len.store(len, std::memory_order_release);
+      g_guards[i].begin.store(reinterpret_cast<uintptr_t>(begin), std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;  // more mappings than slots: unguarded, as before
+}
+
+void unguard(int slot) {
+  if (slot < 0) return;
+  g_guards[slot].len.store(0);
+  g_guards[slot].begin.store(0, std::memory_order_release);
+}
+
+// ---- buffers ----------------------------------------------------------------------------------
 
 [[noreturn]] void too_big(uint64_t limit, const char* what) {
   throw InputError("", std::string(what) + " exceeds the in-memory limit of " + human_bytes(limit) +
                            " (raise it with --max-memory)");
 }
 
-// Grows `out` geometrically up to `limit`; returns the new writable tail.
-void grow(std::vector<uint8_t>& out, size_t used, uint64_t limit, const char* what) {
-  if (used >= limit) too_big(limit, what);
-  uint64_t want = std::max<uint64_t>(uint64_t{1} << 20, uint64_t(out.size()) * 2);
-  if (want > limit) want = limit;
-  out.resize(want);
-}
+// A buffer that grows geometrically (realloc, so no second copy and no zero fill),
+// bounded by ReadOptions and counted as the run's Input. Never presized from a header.
+class Sink {
+ public:
+  Sink(const ReadOptions& o, const char* what) : o_(o), what_(what) {}
+  // Room for at least one more byte; returns the writable tail.
+  std::span<uint8_t> room() {
+    if (used_ == buf_.capacity()) grow();
+    return {buf_.data() + used_, buf_.capacity() - used_};
+  }
+  void wrote(size_t n) {
+    used_ += n;
+    if (o_.budget) o_.budget->set(util::Account::Input, used_);
+  }
+  size_t used() const { return used_; }
+  util::PodBuffer<uint8_t> take() {
+    buf_.resize_uninitialized(used_);
+    return std::move(buf_);
+  }
 
-// Input handed to the decompressor per call: small enough for a progress line to move.
-constexpr size_t kInputChunk = size_t{4} << 20;
+ private:
+  void grow() {
+    uint64_t limit = o_.max_buffer_bytes;
+    if (used_ >= limit) too_big(limit, what_);
+    uint64_t want = std::max<uint64_t>(uint64_t{1} << 20, uint64_t(buf_.capacity()) * 2);
+    want = std::min(want, limit);
+    if (o_.budget) {
+      uint64_t budget_left = o_.budget->left();  // counts used_ already
+      if (budget_left == 0) o_.budget->check_more(util::Account::Input, 1);
+      want = std::min<uint64_t>(want, used_ + budget_left);
+    }
+    buf_.reserve(size_t(want));
+  }
 
-std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit, const ProgressFn& progress) {
-  std::vector<uint8_t> out;
-  ProgressTicker ticker(&progress, in.size());
+  const ReadOptions& o_;
+  const char* what_;
+  util::PodBuffer<uint8_t> buf_;
+  size_t used_ = 0;
+};
+
+util::PodBuffer<uint8_t> inflate_gzip(std::span<const uint8_t> in, const ReadOptions& o) {
+  Sink out(o, "decompressed gzip data");
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) throw InputError("", "cannot initialise zlib");
   struct End {
     z_stream* z;
     ~End() { inflateEnd(z); }
   } end_on_exit{&zs};
-  size_t used = 0;
+  ProgressTicker ticker(&o.progress, in.size());
   size_t consumed = 0;
-  out.resize(std::min<uint64_t>(limit, std::max<size_t>(in.size() * 4, 1 << 16)));
   for (;;) {
-    ticker.at(consumed);
-    size_t chunk = std::min<size_t>(in.size() - consumed, kInputChunk);
+    // Input per call is small enough for a progress line to move.
+    size_t chunk = std::min<size_t>(in.size() - consumed, size_t{8} << 20);
     zs.next_in = const_cast<Bytef*>(in.data() + consumed);
     zs.avail_in = static_cast<uInt>(chunk);
-    if (used == out.size()) grow(out, used, limit, "decompressed gzip data");
-    size_t room = std::min<size_t>(out.size() - used, 1u << 30);
-    zs.next_out = out.data() + used;
-    zs.avail_out = static_cast<uInt>(room);
+    std::span<uint8_t> room = out.room();
+    size_t n = std::min<size_t>(room.size(), 1u << 30);
+    zs.next_out = room.data();
+    zs.avail_out = static_cast<uInt>(n);
     int rc = inflate(&zs, Z_NO_FLUSH);
     consumed += chunk - zs.avail_in;
-    used += room - zs.avail_out;
+    out.wrote(n - zs.avail_out);
+    ticker.at(consumed);
     if (rc == Z_STREAM_END) {
       if (consumed == in.size()) break;
       inflateReset(&zs);  // concatenated gzip members
@@ -85,40 +196,44 @@ std::vector<uint8_t> inflate_gzip(std::span<const uint8_t> in, uint64_t limit, c
     if (rc != Z_OK && rc != Z_BUF_ERROR)
       throw_at_offset(consumed, "corrupt gzip data: " + std::string(zs.msg ? zs.msg : "error " + std::to_string(rc)));
   }
-  out.resize(used);
-  out.shrink_to_fit();
-  return out;
+  return out.take();
 }
 
-std::vector<uint8_t> decompress_zstd(std::span<const uint8_t> in, uint64_t limit, const ProgressFn& progress) {
-  std::vector<uint8_t> out;
-  ProgressTicker ticker(&progress, in.size());
-  unsigned long long hint = ZSTD_getFrameContentSize(in.data(), in.size());
-  if (hint != ZSTD_CONTENTSIZE_UNKNOWN && hint != ZSTD_CONTENTSIZE_ERROR) {
-    if (hint > limit) too_big(limit, "decompressed zstd data");
-    out.resize(std::max<unsigned long long>(hint, 1));
-  } else {
-    out.resize(std::min<uint64_t>(limit, std::max<size_t>(in.size() * 4, 1 << 16)));
-  }
+util::PodBuffer<uint8_t> decompress_zstd(std::span<const uint8_t> in, const ReadOptions& o) {
+  // The frame header's content size is not trusted for anything: a 21-byte frame can
+  // claim 15 GiB. The buffer grows with what is actually decompressed.
+  Sink out(o, "decompressed zstd data");
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   ZSTD_inBuffer src{in.data(), in.size(), 0};
-  size_t used = 0;
+  ProgressTicker ticker(&o.progress, in.size());
   size_t last = 1;
-  while (src.pos < in.size() || last != 0) {
-    ticker.at(src.pos);
-    src.size = std::min(in.size(), src.pos + kInputChunk);
-    if (used == out.size()) grow(out, used, limit, "decompressed zstd data");
-    ZSTD_outBuffer dst{out.data() + used, out.size() - used, 0};
+  while (src.pos < src.size || last != 0) {
+    std::span<uint8_t> room = out.room();
+    ZSTD_outBuffer dst{room.data(), room.size(), 0};
     size_t before = src.pos;
     last = ZSTD_decompressStream(ctx.get(), &dst, &src);
-    used += dst.pos;
+    out.wrote(dst.pos);
+    ticker.at(src.pos);
     if (ZSTD_isError(last)) throw_at_offset(src.pos, std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
-    if (src.pos == in.size() && last != 0 && dst.pos == 0 && src.pos == before)
+    if (src.pos == src.size && last != 0 && dst.pos == 0 && src.pos == before)
       throw_at_offset(src.pos, "truncated zstd stream");
   }
-  out.resize(used);
-  out.shrink_to_fit();
-  return out;
+  return out.take();
+}
+
+util::PodBuffer<uint8_t> read_all(int fd, const ReadOptions& o, const char* what) {
+  Sink out(o, what);
+  for (;;) {
+    std::span<uint8_t> room = out.room();
+    ssize_t n = ::read(fd, room.data(), std::min<size_t>(room.size(), size_t{1} << 30));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw InputError("", std::string("cannot read: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    out.wrote(size_t(n));
+  }
+  return out.take();
 }
 
 }  // namespace
@@ -132,10 +247,12 @@ ByteSource& ByteSource::operator=(ByteSource&& o) noexcept {
     data_ = o.data_;
     map_ = o.map_;
     map_len_ = o.map_len_;
+    guard_ = o.guard_;
     stored_bytes_ = o.stored_bytes_;
     compression_ = o.compression_;
     o.map_ = nullptr;
     o.map_len_ = 0;
+    o.guard_ = -1;
     o.data_ = {};
   }
   return *this;
@@ -144,19 +261,45 @@ ByteSource& ByteSource::operator=(ByteSource&& o) noexcept {
 ByteSource::~ByteSource() { release(); }
 
 void ByteSource::release() {
+  unguard(guard_);
+  guard_ = -1;
   if (map_ != nullptr) munmap(map_, map_len_);
   map_ = nullptr;
   map_len_ = 0;
   data_ = {};
-  buffer_.clear();
+  buffer_ = util::PodBuffer<uint8_t>();
 }
 
 Encoding ByteSource::encoding() const {
-  for (uint8_t c : data_) {
+  for (uint8_t c : data_.subspan(utf8_bom(data_))) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
     return (c == '{' || c == '[') ? Encoding::Json : Encoding::Pickle;
   }
   return Encoding::Pickle;
+}
+
+void ByteSource::check_text_encoding() const {
+  std::span<const uint8_t> b = data_;
+  const char* name = nullptr;
+  if (b.size() >= 4 && b[0] == 0xFF && b[1] == 0xFE && b[2] == 0 && b[3] == 0) name = "UTF-32 (little-endian)";
+  else if (b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0xFE && b[3] == 0xFF) name = "UTF-32 (big-endian)";
+  else if (b.size() >= 2 && b[0] == 0xFF && b[1] == 0xFE) name = "UTF-16 (little-endian)";
+  else if (b.size() >= 2 && b[0] == 0xFE && b[1] == 0xFF) name = "UTF-16 (big-endian)";
+  else if (b.size() >= 4 && (b[0] == '{' || b[0] == '[') && b[1] == 0 && b[2] == 0 && b[3] == 0) name = "UTF-32 (little-endian)";
+  else if (b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0 && (b[3] == '{' || b[3] == '[')) name = "UTF-32 (big-endian)";
+  else if (b.size() >= 2 && (b[0] == '{' || b[0] == '[') && b[1] == 0) name = "UTF-16 (little-endian)";
+  else if (b.size() >= 2 && b[0] == 0 && (b[1] == '{' || b[1] == '[')) name = "UTF-16 (big-endian)";
+  if (name)
+    throw_at_offset(0, std::string("the input is ") + name +
+                           " text; memsnap reads JSON as UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8) or a pickle");
+}
+
+void ByteSource::check_intact() const {
+  if (guard_ < 0) return;
+  uint64_t f = g_guards[guard_].fault.load();
+  if (f == UINT64_MAX) return;
+  throw_at_offset(f, "the file shrank while it was being read (is it being rewritten?); " +
+                         with_commas(map_len_) + " bytes were there when it was opened");
 }
 
 ByteSource ByteSource::from_bytes(std::vector<uint8_t> bytes, const ReadOptions& options) {
@@ -164,88 +307,93 @@ ByteSource ByteSource::from_bytes(std::vector<uint8_t> bytes, const ReadOptions&
   s.stored_bytes_ = bytes.size();
   s.compression_ = detect_compression(bytes);
   switch (s.compression_) {
-    case Compression::Gzip: s.buffer_ = inflate_gzip(bytes, options.max_buffer_bytes, options.progress); break;
-    case Compression::Zstd: s.buffer_ = decompress_zstd(bytes, options.max_buffer_bytes, options.progress); break;
-    case Compression::None: s.buffer_ = std::move(bytes); break;
+    case Compression::Gzip: s.buffer_ = inflate_gzip(bytes, options); break;
+    case Compression::Zstd: s.buffer_ = decompress_zstd(bytes, options); break;
+    case Compression::None:
+      s.buffer_.resize_uninitialized(bytes.size());
+      if (!bytes.empty()) std::memcpy(s.buffer_.data(), bytes.data(), bytes.size());
+      break;
   }
-  s.data_ = s.buffer_;
+  s.data_ = std::span<const uint8_t>(s.buffer_.data(), s.buffer_.size());
   return s;
 }
 
+namespace {
+
+// Maps [offset, offset + len) of a regular file read-only.
+const uint8_t* map_file(int fd, uint64_t offset, size_t len, void*& map, size_t& map_len) {
+  uint64_t aligned = offset & ~uint64_t(sysconf(_SC_PAGESIZE) - 1);
+  map_len = size_t(len + (offset - aligned));
+  map = mmap(nullptr, map_len, PROT_READ, MAP_PRIVATE, fd, off_t(aligned));
+  if (map == MAP_FAILED) {
+    map = nullptr;
+    throw InputError("", std::string("cannot map: ") + std::strerror(errno));
+  }
+  madvise(map, map_len, MADV_SEQUENTIAL);
+  return static_cast<const uint8_t*>(map) + (offset - aligned);
+}
+
+}  // namespace
+
 ByteSource ByteSource::open(const std::string& path, const ReadOptions& options) {
-  if (path == "-") {
-    std::vector<uint8_t> buf;
-    size_t used = 0;
-    for (;;) {
-      if (used == buf.size()) grow(buf, used, options.max_buffer_bytes, "standard input");
-      ssize_t n = ::read(0, buf.data() + used, buf.size() - used);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw InputError("", std::string("cannot read: ") + std::strerror(errno));
-      }
-      if (n == 0) break;
-      used += static_cast<size_t>(n);
-    }
-    buf.resize(used);
-    return from_bytes(std::move(buf), options);
-  }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  bool is_stdin = path == "-";
+  int fd = is_stdin ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError("", std::string("cannot open: ") + std::strerror(errno));
+  struct Closer {
+    int fd;
+    bool own;
+    ~Closer() {
+      if (own) ::close(fd);
+    }
+  } closer{fd, !is_stdin};
   struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw InputError("", std::string("cannot stat: ") + std::strerror(e));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw InputError("", "is a directory");
+  if (fstat(fd, &st) != 0) throw InputError("", std::string("cannot stat: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw InputError("", "is a directory");
+  uint64_t offset = 0;
+  if (is_stdin && S_ISREG(st.st_mode)) {  // `memsnap analyze - < file`: map it too
+    off_t pos = lseek(fd, 0, SEEK_CUR);
+    offset = pos > 0 ? uint64_t(pos) : 0;
   }
   ByteSource s;
-  if (S_ISREG(st.st_mode) && st.st_size > 0) {
-    size_t len = static_cast<size_t>(st.st_size);
-    void* m = mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (m == MAP_FAILED) throw InputError("", std::string("cannot map: ") + std::strerror(errno));
-    madvise(m, len, MADV_SEQUENTIAL);
-    std::span<const uint8_t> bytes(static_cast<const uint8_t*>(m), len);
+  if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > offset) {
+    size_t len = static_cast<size_t>(uint64_t(st.st_size) - offset);
+    const uint8_t* p = map_file(fd, offset, len, s.map_, s.map_len_);
+    s.guard_ = guard_mapping(s.map_, s.map_len_);
+    std::span<const uint8_t> bytes(p, len);
     s.stored_bytes_ = len;
     s.compression_ = detect_compression(bytes);
     if (s.compression_ == Compression::None) {
-      s.map_ = m;
-      s.map_len_ = len;
       s.data_ = bytes;
       return s;
     }
-    try {
-      s.buffer_ = s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options.max_buffer_bytes, options.progress)
-                                                      : decompress_zstd(bytes, options.max_buffer_bytes, options.progress);
-    } catch (...) {
-      munmap(m, len);
-      throw;
-    }
-    munmap(m, len);
-    s.data_ = s.buffer_;
+    // Decompress, then let the mapping go (the destructor of a moved-from source would too).
+    util::PodBuffer<uint8_t> out = s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options)
+                                                                        : decompress_zstd(bytes, options);
+    s.check_intact();
+    ByteSource d;
+    d.stored_bytes_ = s.stored_bytes_;
+    d.compression_ = s.compression_;
+    d.buffer_ = std::move(out);
+    d.data_ = std::span<const uint8_t>(d.buffer_.data(), d.buffer_.size());
+    return d;
+  }
+  // Pipes, character devices and empty files: read through a growing buffer.
+  util::PodBuffer<uint8_t> raw = read_all(fd, options, is_stdin ? "standard input" : "input");
+  s.stored_bytes_ = raw.size();
+  std::span<const uint8_t> bytes(raw.data(), raw.size());
+  s.compression_ = detect_compression(bytes);
+  if (s.compression_ == Compression::None) {
+    s.buffer_ = std::move(raw);
+    s.data_ = std::span<const uint8_t>(s.buffer_.data(), s.buffer_.size());
     return s;
   }
-  // Pipes, character devices and empty files: read through a buffer.
-  std::vector<uint8_t> buf;
-  size_t used = 0;
-  for (;;) {
-    if (used == buf.size()) grow(buf, used, options.max_buffer_bytes, "input");
-    ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      throw InputError("", std::string("cannot read: ") + std::strerror(e));
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  buf.resize(used);
-  return from_bytes(std::move(buf), options);
+  util::PodBuffer<uint8_t> out = s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options)
+                                                                      : decompress_zstd(bytes, options);
+  raw = util::PodBuffer<uint8_t>();
+  if (options.budget) options.budget->set(util::Account::Input, out.size());
+  s.buffer_ = std::move(out);
+  s.data_ = std::span<const uint8_t>(s.buffer_.data(), s.buffer_.size());
+  return s;
 }
 
 }  // namespace memsnap::io

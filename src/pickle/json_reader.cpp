@@ -62,8 +62,9 @@ class Sax : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-ValueGraph read_json(std::span<const uint8_t> input) {
+ValueGraph read_json(std::span<const uint8_t> input, util::MemoryBudget* budget) {
   ValueGraph g(input);
+  g.set_budget(budget);
   Sax sax(g);
   nlohmann::json::sax_parse(input.begin(), input.end(), &sax);
   g.set_root(sax.result());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/hash.hpp"
 
 namespace memsnap::pickle {
 
@@ -144,6 +145,7 @@ class Unpickler {
   Unpickler(std::span<const uint8_t> in, const Limits& limits)
       : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), limits_(limits), g_(in),
         stack_(limits.max_stack), ticker_(&limits_.progress, in.size()) {
+    g_.set_budget(limits.budget, &extra_bytes_);
   }
 
   ValueGraph run(PickleInfo* info);
@@ -222,7 +224,10 @@ class Unpickler {
     // Dense up to what the bytes read so far could justify; a hostile index
     // far beyond that goes to a map instead of a huge array.
     if (idx <= offset(p_) + 65536) {
-      memo_.resize(std::max<uint64_t>(idx + 1, std::min<uint64_t>(memo_.size() * 2, offset(p_) + 65536)), kUnset);
+      uint64_t want = std::max<uint64_t>(idx + 1, std::min<uint64_t>(memo_.size() * 2, offset(p_) + 65536));
+      extra_bytes_ = want * sizeof(uint32_t) + stack_.size() * sizeof(ValueId);
+      g_.account();
+      memo_.resize(want, kUnset);
       ++memo_count_;
       memo_[idx] = v.v;
       return;
@@ -260,7 +265,8 @@ class Unpickler {
   std::vector<size_t> marks_;
   size_t fence_ = 0;  // where the items above the last MARK start
   std::vector<uint32_t> memo_;
-  std::unordered_map<uint64_t, ValueId> sparse_;
+  uint64_t extra_bytes_ = 0;  // memo and stack, counted with the graph
+  std::unordered_map<uint64_t, ValueId, util::Hasher> sparse_;  // seeded: crafted PUT indices cannot collide
   uint64_t memo_count_ = 0;
   int protocol_ = 0;
   ProgressTicker ticker_;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/hash.hpp"
 
 namespace memsnap::pickle {
 
@@ -36,13 +37,18 @@ uint32_t cap_of(const Value& v) { return static_cast<uint32_t>(v.x >> 32); }
 void set_range(Value& v, uint64_t start, uint64_t cap) { v.x = start | (cap << 32); }
 }  // namespace
 
-ValueGraph::ValueGraph(std::span<const uint8_t> input) : input_(input) {
-  nodes_.reserve(std::max<size_t>(64, input.size() / 8));
-  items_.reserve(std::max<size_t>(64, input.size() / 4));
+ValueGraph::ValueGraph(std::span<const uint8_t> input) : seed_(util::hash_seed()), input_(input) {
+  // Never presized from the input's size: arrays grow with what is parsed (realloc, no copy).
+  nodes_.reserve(1024);
+  items_.reserve(1024);
   nodes_.push_back(Value{Kind::None});
   nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 0});
   nodes_.push_back(Value{Kind::Bool, 0, 0, 0, 1});
   for (int64_t i = 0; i < kSmallInts; ++i) nodes_.push_back(Value{Kind::Int, 0, 0, 0, static_cast<uint64_t>(i)});
+}
+
+void ValueGraph::account(uint64_t growing) const {
+  if (budget_) budget_->set(util::Account::Parse, memory_bytes() + growing + (extra_ ? *extra_ : 0));
 }
 
 void ValueGraph::too_many() { throw InputError("", "input describes more than 2^32 objects"); }
@@ -93,6 +99,7 @@ ValueId ValueGraph::make_view(Kind k, uint64_t offset, uint64_t len) {
 ValueId ValueGraph::make_side(Kind k, std::string_view b) {
   if (b.size() > kMaxItems) throw InputError("", "string longer than 4 GiB");
   uint64_t off = side_.size();
+  if (side_.size() + b.size() > side_.capacity()) account(side_.size() + b.size());
   side_.append(b);
   return push(Value{k, Value::kSide, 0, static_cast<uint32_t>(b.size()), off});
 }
@@ -124,6 +131,7 @@ ValueId ValueGraph::make_container(Kind k, std::span<const ValueId> items) {
   Value v{k, Value::kFrozen, 0, static_cast<uint32_t>(items.size()), 0};
   size_t start = items_.size();
   set_range(v, start, items.size());
+  if (start + items.size() > items_.capacity()) account((start + items.size()) * sizeof(ValueId));
   items_.resize_uninitialized(start + items.size());
   if (!items.empty()) std::memcpy(items_.data() + start, items.data(), items.size() * sizeof(ValueId));
   return push(v);
@@ -138,6 +146,7 @@ void ValueGraph::append(ValueId c, std::span<const ValueId> add) {
   bool frozen = v.flags & Value::kFrozen;
   if (!frozen && start + cap == items_.size()) {
     // The range ends the array: grow it in place.
+    if (start + n + k > items_.capacity()) account((start + n + k) * sizeof(ValueId));
     items_.resize_uninitialized(start + n + k);
     std::memcpy(items_.data() + start + n, add.data(), k * sizeof(ValueId));
     set_range(v, start, n + k);
@@ -148,6 +157,7 @@ void ValueGraph::append(ValueId c, std::span<const ValueId> add) {
     // batches between other objects is copied O(log n) times.
     uint64_t ncap = std::max<uint64_t>(8, 2 * (n + k));
     uint64_t nstart = items_.size();
+    if (nstart + ncap > items_.capacity()) account((nstart + ncap) * sizeof(ValueId));
     items_.resize_uninitialized(nstart + ncap);
     std::memcpy(items_.data() + nstart, items_.data() + start, n * sizeof(ValueId));
     std::memcpy(items_.data() + nstart + n, add.data(), k * sizeof(ValueId));
@@ -164,9 +174,7 @@ void ValueGraph::share_if_seen(ValueId c) {
   uint64_t start = start_of(v);
   if (start + v.n != items_.size()) return;
   const ValueId* p = items_.data() + start;
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ v.n;
-  for (uint32_t i = 0; i < v.n; ++i) h = (h ^ p[i].v) * 0x100000001B3ull;
-  h ^= h >> 29;
+  uint64_t h = util::hash_bytes(p, v.n * sizeof(ValueId), seed_);  // seeded: crafted lists cannot collide
   if (h == 0) h = 1;  // 0 marks an empty slot
   if (seen_used_ * 2 >= seen_.size()) {  // grow and rehash
     std::vector<SeenRange> old(std::max<size_t>(1024, seen_.size() * 2), SeenRange{0, 0, 0});
@@ -182,11 +190,14 @@ void ValueGraph::share_if_seen(ValueId c) {
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     SeenRange& r = seen_[i];
     if (r.hash == 0) {
+      // A registered range must never change again: freeze it, so that a later
+      // batch for this list moves the list instead of writing after these items,
+      // and the items can never be truncated away (they no longer end a growable range).
       r = SeenRange{h, static_cast<uint32_t>(start), v.n};
+      v.flags |= Value::kFrozen;
       ++seen_used_;
       return;
     }
-    if (r.hash == h && r.n == v.n && r.start == start) return;  // this very range, seen before
     // Only a range wholly below this one can be shared: this one is given back.
     if (r.hash == h && r.n == v.n && r.start + r.n <= start &&
         std::memcmp(p, items_.data() + r.start, v.n * sizeof(ValueId)) == 0) {

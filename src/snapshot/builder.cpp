@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/hash.hpp"
 #include "memsnap/snapshot/validate.hpp"
 
 namespace memsnap::snapshot {
@@ -84,7 +85,8 @@ class Builder {
  public:
   Builder(const ValueGraph& g, const BuildOptions& o)
       : g_(g),
-        budget_(64 * (o.input_bytes ? o.input_bytes : g.size() * 16) + (uint64_t{1} << 22)),
+        budget_(o.budget),
+        work_budget_(64 * (o.input_bytes ? o.input_bytes : g.size() * 16) + (uint64_t{1} << 22)),
         seg_({"device", "address", "total_size", "allocated_size", "active_size", "requested_size", "stream",
               "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks"}),
         block_({"address", "size", "requested_size", "state", "frames", "history"}),
@@ -154,9 +156,17 @@ class Builder {
   void need_dict(ValueId v, const W& where) const {
     if (g_.kind(v) != Kind::Dict) type_error(where(), "dict", v);
   }
+  // The model against the run's memory bound, every 64Ki elements.
+  void account() {
+    if (!budget_) return;
+    uint64_t bytes = snap_.tables_bytes();
+    for (const auto& [i, d] : devices_) bytes += d.memory_bytes();
+    budget_->set(util::Account::Model, bytes);
+  }
   void spend(uint64_t n) {
+    if (((work_ + n) >> 16) != (work_ >> 16)) account();
     work_ += n;
-    if (work_ > budget_)
+    if (work_ > work_budget_)
       throw InputError("", "the snapshot expands to far more elements than its size allows "
                            "(objects shared through the pickle memo are referenced too many times)");
   }
@@ -176,7 +186,8 @@ class Builder {
   Action action_of(ValueId v, const W& where);
 
   const ValueGraph& g_;
-  uint64_t budget_;
+  util::MemoryBudget* budget_ = nullptr;
+  uint64_t work_budget_;
   uint64_t work_ = 0;
   Snapshot snap_;
   std::map<int64_t, Device> devices_;
@@ -192,11 +203,11 @@ class Builder {
 
   // Stacks: a frames list is looked up by its item range (shared by identical
   // lists), frames by node (genuine files share each frame dict), both then by content.
-  std::unordered_map<uint64_t, StackId> stack_of_range_;
-  std::unordered_map<uint32_t, FrameId> frame_of_node_;
+  std::unordered_map<uint64_t, StackId, util::Hasher> stack_of_range_;
+  std::unordered_map<uint32_t, FrameId, util::Hasher> frame_of_node_;
   std::vector<FrameId> tmp_frames_;
-  std::unordered_map<uint32_t, uint8_t> state_cache_;
-  std::unordered_map<uint32_t, uint8_t> action_cache_;
+  std::unordered_map<uint32_t, uint8_t, util::Hasher> state_cache_;
+  std::unordered_map<uint32_t, uint8_t, util::Hasher> action_cache_;
   std::map<std::string, uint64_t> unknown_actions_;
 };
 
@@ -377,6 +388,7 @@ void Builder::traces(ValueId v) {
       if (e.action == Action::Oom)
         e.addr = f.has(E_device_free) ? size_of(f.v[E_device_free], at(E_device_free)) : 0;
       d.trace.push_back(e);
+      if ((ei & 0xFFFF) == 0xFFFF) account();
     }
   }
 }
@@ -472,6 +484,11 @@ Snapshot Builder::run() {
   snap_.devices.reserve(devices_.size());
   for (auto& [index, d] : devices_) snap_.devices.push_back(std::move(d));
   for (std::string& w : validate(snap_)) snap_.warnings.push_back(std::move(w));
+  if (budget_) {
+    uint64_t bytes = snap_.tables_bytes();
+    for (const Device& d : snap_.devices) bytes += d.memory_bytes();
+    budget_->set(util::Account::Model, bytes);
+  }
   return std::move(snap_);
 }
 

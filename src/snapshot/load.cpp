@@ -3,48 +3,94 @@
 
 #include "memsnap/pickle/json_reader.hpp"
 #include "memsnap/snapshot/builder.hpp"
+#include "memsnap/util/error.hpp"
+
+#include "fast_build.hpp"
 
 namespace memsnap::snapshot {
 
 namespace {
 
-Loaded decode(io::ByteSource src, const std::string& path, const LoadOptions& options) {
+Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptions& options,
+             util::MemoryBudget& budget) {
   Loaded out;
   out.input.path = path;
   out.input.bytes = src.stored_bytes();
   out.input.decoded_bytes = src.data().size();
   out.input.compression = src.compression();
   out.input.encoding = src.encoding();
+  src.check_text_encoding();
   BuildOptions build;
   build.input_bytes = src.data().size();
+  build.budget = &budget;
   if (out.input.encoding == io::Encoding::Json) {
-    pickle::ValueGraph g = pickle::read_json(src.data());
+    auto text = src.data().subspan(io::utf8_bom(src.data()));  // a UTF-8 byte order mark is fine
+    pickle::ValueGraph g = pickle::read_json(text, &budget);
     out.snapshot = build_snapshot(g, build);
+  } else if (auto fast = detail::fast_build(src.data(), &budget, &options.progress)) {
+    // The schema-directed path: the same model, without a value graph (see fast_build.cpp).
+    out.input.pickle_protocol = fast->protocol;
+    out.snapshot = std::move(fast->snapshot);
   } else {
+    budget.set(util::Account::Model, 0);
+    budget.set(util::Account::Parse, 0);
     pickle::PickleInfo info;
     pickle::Limits limits = options.limits;
+    limits.budget = &budget;
     if (options.progress) limits.progress = options.progress;
     pickle::ValueGraph g = pickle::unpickle(src.data(), &info, limits);
     out.input.pickle_protocol = info.protocol;
     out.snapshot = build_snapshot(g, build);
   }
+  budget.set(util::Account::Parse, 0);
   return out;
 }
 
-io::ReadOptions read_options(const LoadOptions& options) {
-  io::ReadOptions read = options.read;
-  if (options.progress) read.progress = options.progress;
-  return read;
+Loaded decode(const io::ByteSource& src, const std::string& path, const LoadOptions& options,
+              util::MemoryBudget& budget) {
+  try {
+    Loaded out = parse(src, path, options, budget);
+    src.check_intact();
+    return out;
+  } catch (const InputError& e) {
+    src.check_intact();  // a file cut short under us explains any error
+    // Offsets into decompressed data are not offsets into the file: say which they are.
+    if (src.compression() != io::Compression::None && e.location().rfind("offset ", 0) == 0)
+      throw InputError("decoded " + e.location(), e.message());
+    throw;
+  }
 }
 
 }  // namespace
 
 Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
-  return decode(io::ByteSource::open(path, read_options(options)), path, options);
+  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
+  io::ReadOptions read = options.read;
+  read.budget = budget.get();
+  if (options.progress) read.progress = options.progress;
+  Loaded out;
+  {
+    io::ByteSource src = io::ByteSource::open(path, read);
+    out = decode(src, path, options, *budget);
+  }
+  budget->set(util::Account::Input, 0);  // the input is released once the model is built
+  out.budget = std::move(budget);
+  return out;
 }
 
 Loaded load_snapshot_bytes(std::vector<uint8_t> bytes, const std::string& name, const LoadOptions& options) {
-  return decode(io::ByteSource::from_bytes(std::move(bytes), read_options(options)), name, options);
+  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
+  io::ReadOptions read = options.read;
+  read.budget = budget.get();
+  if (options.progress) read.progress = options.progress;
+  Loaded out;
+  {
+    io::ByteSource src = io::ByteSource::from_bytes(std::move(bytes), read);
+    out = decode(src, name, options, *budget);
+  }
+  budget->set(util::Account::Input, 0);
+  out.budget = std::move(budget);
+  return out;
 }
 
 }  // namespace memsnap::snapshot

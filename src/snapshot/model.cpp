@@ -8,18 +8,12 @@
 
 namespace memsnap::snapshot {
 
-namespace {
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
-}
-}  // namespace
-
 StringTable::StringTable() { intern(""); }
 
 StrId StringTable::intern(std::string_view s) {
   if (auto it = index_.find(s); it != index_.end()) return StrId{it->second};
   const std::string& stored = storage_.emplace_back(s);
+  bytes_ += stored.capacity() + 32;
   uint32_t id = static_cast<uint32_t>(views_.size());
   views_.push_back(stored);
   index_.emplace(views_.back(), id);
@@ -37,8 +31,7 @@ StackTable::StackTable() { ranges_.push_back({0, 0}); }
 
 StackId StackTable::intern(std::span<const FrameId> frames) {
   if (frames.empty()) return StackId{0};
-  uint64_t h = frames.size();
-  for (FrameId f : frames) h = mix(h, f.v);
+  uint64_t h = util::hash_bytes(frames.data(), frames.size() * sizeof(FrameId), seed_);
   auto [lo, hi] = index_.equal_range(h);
   for (auto it = lo; it != hi; ++it) {
     auto [start, len] = ranges_[it->second];
@@ -52,6 +45,95 @@ StackId StackTable::intern(std::span<const FrameId> frames) {
   frames_.insert(frames_.end(), frames.begin(), frames.end());
   index_.emplace(h, id);
   return StackId{id};
+}
+
+// ---- Trace ------------------------------------------------------------------
+
+uint64_t Trace::escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i) {
+  auto it = std::lower_bound(side.begin(), side.end(), std::pair<uint64_t, uint64_t>{i, 0});
+  return it != side.end() && it->first == i ? it->second : 0;
+}
+
+uint16_t Trace::stream_index(uint64_t stream) {
+  if (!streams_.empty() && streams_.back() == stream) return static_cast<uint16_t>(streams_.size() - 1);
+  if (streams_.size() < 8) {
+    for (size_t k = 0; k < streams_.size(); ++k)
+      if (streams_[k] == stream) return static_cast<uint16_t>(k);
+  } else if (auto it = stream_ids_.find(stream); it != stream_ids_.end()) {
+    return it->second;
+  }
+  if (streams_.size() >= 0xFFFF) throw InputError("", "a trace uses more than 65,535 streams");
+  auto k = static_cast<uint16_t>(streams_.size());
+  streams_.push_back(stream);
+  if (streams_.size() == 8)
+    for (size_t j = 0; j < streams_.size(); ++j) stream_ids_.emplace(streams_[j], static_cast<uint16_t>(j));
+  else if (streams_.size() > 8)
+    stream_ids_.emplace(stream, k);
+  return k;
+}
+
+Trace& Trace::operator=(const Trace& o) {
+  if (this != &o) {
+    addr_ = o.addr_.clone();
+    size_ = o.size_.clone();
+    time_ = o.time_.clone();
+    stack_ = o.stack_.clone();
+    action_ = o.action_.clone();
+    stream_ = o.stream_.clone();
+    time_base_ = o.time_base_;
+    big_sizes_ = o.big_sizes_;
+    big_times_ = o.big_times_;
+    streams_ = o.streams_;
+    stream_ids_ = o.stream_ids_;
+  }
+  return *this;
+}
+
+void Trace::push_back(const TraceEvent& e) {
+  size_t i = addr_.size();
+  addr_.push_back(e.addr);
+  if (e.size < kEscaped) {
+    size_.push_back(static_cast<uint32_t>(e.size));
+  } else {
+    size_.push_back(kEscaped);
+    big_sizes_.emplace_back(i, e.size);
+  }
+  if ((i >> kBlockShift) >= time_base_.size()) time_base_.push_back(TraceEvent::kNoTime);
+  int64_t& base = time_base_[i >> kBlockShift];
+  if (!e.has_time()) {
+    time_.push_back(kNoTimeDelta);
+  } else {
+    if (base == TraceEvent::kNoTime) base = e.time_us;
+    // Overflow-safe: compare before subtracting.
+    bool near = e.time_us >= base ? uint64_t(e.time_us) - uint64_t(base) < uint64_t(INT32_MAX)
+                                  : uint64_t(base) - uint64_t(e.time_us) < uint64_t(INT32_MAX) - 2;
+    if (near) {
+      time_.push_back(static_cast<int32_t>(e.time_us - base));
+    } else {
+      time_.push_back(kEscapedTime);
+      big_times_.emplace_back(i, static_cast<uint64_t>(e.time_us));
+    }
+  }
+  stack_.push_back(e.stack.v);
+  action_.push_back(e.action);
+  stream_.push_back(stream_index(e.stream));
+}
+
+void Trace::reserve(size_t n) {
+  addr_.reserve(n);
+  size_.reserve(n);
+  time_.reserve(n);
+  stack_.reserve(n);
+  action_.reserve(n);
+  stream_.reserve(n);
+}
+
+void Trace::clear() { *this = Trace(); }
+
+size_t Trace::memory_bytes() const {
+  return addr_.capacity() * 8 + size_.capacity() * 4 + time_.capacity() * 4 + stack_.capacity() * 4 +
+         action_.capacity() + stream_.capacity() * 2 + time_base_.capacity() * 8 +
+         (big_sizes_.capacity() + big_times_.capacity()) * 16 + streams_.capacity() * 8 + stream_ids_.size() * 32;
 }
 
 const char* to_string(BlockState s) {
@@ -96,6 +178,8 @@ const Device* Snapshot::device(int index) const {
                              [](const Device& d, int i) { return d.index < i; });
   return it != devices.end() && it->index == index ? &*it : nullptr;
 }
+
+size_t Snapshot::tables_bytes() const { return strings.memory_bytes() + frames.memory_bytes() + stacks.memory_bytes(); }
 
 std::string Snapshot::frame_text(FrameId id) const {
   const Frame& f = frames[id];

@@ -1,6 +1,7 @@
 // ByteSource: plain, gzip and zstd input; truncation, corruption and size limits; encoding detection.
 #include <doctest/doctest.h>
 #include <zlib.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <cstdint>
@@ -268,4 +269,46 @@ TEST_CASE("encoding: JSON when the first non-blank byte opens an object or array
   CHECK(enc("") == Encoding::Pickle);
   CHECK(enc("   ") == Encoding::Pickle);
   CHECK(enc("hello") == Encoding::Pickle);
+}
+
+TEST_CASE("a mapped file that shrinks while it is read: an input error, not SIGBUS") {
+  auto bytes = memsnap::test::read_bytes(memsnap::test::testdata("snapgen/train.pickle"));
+  REQUIRE(bytes.size() > 3 * 4096);
+  auto path = std::filesystem::temp_directory_path() / ("memsnap_shrink_" + std::to_string(::getpid()) + ".pickle");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  }
+  ByteSource s = ByteSource::open(path.string());
+  CHECK_NOTHROW(s.check_intact());
+  std::filesystem::resize_file(path, 1000);  // what _dump_snapshot rewriting in place does
+  uint64_t sum = 0;
+  for (uint8_t b : s.data()) sum += b;  // touches every page, past the new end too
+  CHECK(sum > 0);
+  try {
+    s.check_intact();
+    FAIL("no InputError");
+  } catch (const InputError& e) {
+    CHECK(e.location() == "offset 4096");
+    CHECK_MESSAGE(contains(e.message(), "shrank"), e.message());
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("UTF-8 byte order mark and UTF-16 text") {
+  std::vector<uint8_t> bom = {0xEF, 0xBB, 0xBF, '{', '}'};
+  ByteSource s = ByteSource::from_bytes(bom);
+  CHECK(s.encoding() == Encoding::Json);
+  CHECK(utf8_bom(s.data()) == 3);
+  CHECK_NOTHROW(s.check_text_encoding());
+  for (auto text : {std::vector<uint8_t>{0xFF, 0xFE, '{', 0}, std::vector<uint8_t>{'{', 0, '"', 0}}) {
+    ByteSource u = ByteSource::from_bytes(text);
+    try {
+      u.check_text_encoding();
+      FAIL("no InputError");
+    } catch (const InputError& e) {
+      CHECK(e.location() == "offset 0");
+      CHECK_MESSAGE(contains(e.message(), "UTF-16 (little-endian)"), e.message());
+    }
+  }
 }

@@ -77,7 +77,7 @@ class TraceBuilder {
     snapshot::TraceEvent seg;
     seg.action = snapshot::Action::SegmentAlloc, seg.addr = kBase, seg.size = kSize;
     d.trace.push_back(seg);
-    d.trace.insert(d.trace.end(), events_.begin(), events_.end());
+    for (const auto& e : events_) d.trace.push_back(e);
     snapshot::Segment s;
     s.address = kBase, s.total_size = kSize, s.pool = snapshot::Pool::Large;
     uint64_t cursor = kBase;

@@ -6,6 +6,7 @@
 
 #include "memsnap/pickle/value.hpp"
 #include "memsnap/util/progress.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::pickle {
 
@@ -18,6 +19,8 @@ struct Limits {
   /// (input bytes consumed, input size). A parser calls it through ProgressTicker
   /// from its main loop (one compare per opcode).
   ProgressFn progress;
+  /// The run's memory bound: the graph, memo and stack count as util::Account::Parse.
+  util::MemoryBudget* budget = nullptr;
 };
 
 struct PickleInfo {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "memsnap/pickle/pod_buffer.hpp"
+#include "memsnap/util/hash.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::pickle {
 
@@ -85,18 +87,31 @@ class ValueGraph {
   /// Called when a list has received a batch: if its items end the item array and
   /// the same item sequence was seen before, the list shares that range and the
   /// space is given back. Real snapshots repeat each traceback thousands of times.
+  /// Invariant: every range the table remembers is frozen (never written or
+  /// truncated again), so a list that shares it always reads what the pickle said.
   void share_if_seen(ValueId list);
   /// Identity of a container's item range: equal for lists that share_if_seen merged.
   uint64_t range_key(ValueId id) const { return (nodes_[id.v].x & 0xFFFFFFFFu) | (uint64_t(nodes_[id.v].n) << 32); }
   void set_root(ValueId id) { root_ = id; }
   /// Bytes of memory the graph holds (for diagnostics and benchmarks).
   size_t memory_bytes() const;
+  /// Counts the graph (plus *extra, the builder's own tables) as util::Account::Parse
+  /// every time an array grows; growth past the bound throws InputError.
+  void set_budget(util::MemoryBudget* budget, const uint64_t* extra = nullptr) {
+    budget_ = budget;
+    extra_ = extra;
+  }
+  /// Re-checks the bound now (after a caller's own tables grew).
+  void account(uint64_t growing = 0) const;
 
  private:
   static constexpr uint32_t kFirstSmallInt = 3;  // after None, False, True
   static constexpr int64_t kSmallInts = 256;
   ValueId push(const Value& v) {
-    if (nodes_.size() >= kMaxNodes) too_many();
+    if (nodes_.size() == nodes_.capacity()) [[unlikely]] {
+      if (nodes_.size() >= kMaxNodes) too_many();
+      account(std::max<size_t>(64, nodes_.capacity()) * sizeof(Value));
+    }
     nodes_.push_back(v);
     return ValueId{static_cast<uint32_t>(nodes_.size() - 1)};
   }
@@ -107,14 +122,17 @@ class ValueGraph {
     uint64_t hash;
     uint32_t start, n;
   };
-  std::vector<SeenRange> seen_;  // open addressing, power-of-two size
+  std::vector<SeenRange> seen_;  // open addressing, power-of-two size, frozen ranges only
   size_t seen_used_ = 0;
+  uint64_t seed_;
 
   std::span<const uint8_t> input_;
   PodBuffer<Value> nodes_;
   PodBuffer<ValueId> items_;
   std::string side_;
   ValueId root_{0};
+  util::MemoryBudget* budget_ = nullptr;
+  const uint64_t* extra_ = nullptr;
 };
 
 /// One-line canonical rendering used by tests (see testdata/pickle/*.expected):

@@ -5,6 +5,7 @@
 
 #include "memsnap/pickle/value.hpp"
 #include "memsnap/snapshot/model.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::snapshot {
 
@@ -12,6 +13,8 @@ struct BuildOptions {
   /// Size of the decoded input; bounds the work the builder may do, so that a
   /// file sharing one large object many times cannot make it run for hours.
   uint64_t input_bytes = 0;
+  /// The run's memory bound: the model is counted as util::Account::Model while it grows.
+  util::MemoryBudget* budget = nullptr;
 };
 
 /// Builds the model. Throws InputError with a snapshot path

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/snapshot/input.hpp"
 #include "memsnap/snapshot/model.hpp"
+#include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::snapshot {
 
@@ -18,11 +20,18 @@ struct LoadOptions {
   /// the decompressor (compressed bytes) and then to the parser (decoded bytes); a parser
   /// calls it through ProgressTicker in its main loop. The JSON reader does not report.
   ProgressFn progress;
+  /// The run's memory bound (--max-memory): the decoded input, the value graph or
+  /// the fast path's tables, and the model count against it. An InputError naming
+  /// --max-memory when a load would pass it.
+  uint64_t max_memory = util::MemoryBudget::kDefault;
 };
 
 struct Loaded {
   InputInfo input;
   Snapshot snapshot;
+  /// The run's memory bound with the model counted (Account::Model): analyses add
+  /// theirs as Account::Analysis, so --max-memory bounds the whole run.
+  std::shared_ptr<util::MemoryBudget> budget;
 };
 
 /// Loads and builds. Throws InputError (without the path: callers add it).

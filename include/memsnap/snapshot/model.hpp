@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <span>
@@ -12,6 +14,9 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "memsnap/util/hash.hpp"
+#include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::snapshot {
 
@@ -36,11 +41,13 @@ class StringTable {
   StrId intern(std::string_view s);
   std::string_view operator[](StrId id) const { return views_[id.v]; }
   size_t size() const { return views_.size(); }
+  size_t memory_bytes() const { return bytes_ + views_.capacity() * 16 + index_.size() * 48; }
 
  private:
   std::deque<std::string> storage_;
+  size_t bytes_ = 0;
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, uint32_t> index_;
+  std::unordered_map<std::string_view, uint32_t, util::Hasher> index_;  // seeded: see util/hash.hpp
 };
 
 struct Frame {
@@ -54,6 +61,7 @@ class FrameTable {
   FrameId intern(const Frame& f);
   const Frame& operator[](FrameId id) const { return frames_[id.v]; }
   size_t size() const { return frames_.size(); }
+  size_t memory_bytes() const { return frames_.capacity() * sizeof(Frame) + index_.size() * 48; }
 
  private:
   struct Key {
@@ -62,8 +70,10 @@ class FrameTable {
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
+    KeyHash() : seed(util::hash_seed()) {}
+    uint64_t seed;
     size_t operator()(const Key& k) const {
-      return std::hash<uint64_t>()((uint64_t(k.file) << 32 | k.name) * 0x9E3779B97F4A7C15ull ^ uint64_t(k.line));
+      return util::hash_u64(util::hash_u64(uint64_t(k.file) << 32 | k.name, seed) ^ uint64_t(k.line), seed);
     }
   };
   std::vector<Frame> frames_;
@@ -79,11 +89,13 @@ class StackTable {
     return {frames_.data() + ranges_[id.v].first, ranges_[id.v].second};
   }
   size_t size() const { return ranges_.size(); }
+  size_t memory_bytes() const { return frames_.capacity() * 4 + ranges_.capacity() * 8 + index_.size() * 40; }
 
  private:
   std::vector<FrameId> frames_;
   std::vector<std::pair<uint32_t, uint32_t>> ranges_;  // start, length
-  std::unordered_multimap<uint64_t, uint32_t> index_;  // content hash -> stack
+  std::unordered_multimap<uint64_t, uint32_t, util::Hasher> index_;  // seeded content hash -> stack
+  uint64_t seed_ = util::hash_seed();
 };
 
 enum class BlockState : uint8_t { ActiveAllocated, ActivePendingFree, Inactive };
@@ -141,13 +153,131 @@ struct TraceEvent {
   uint64_t device_free() const { return action == Action::Oom ? addr : 0; }
 };
 
+/// A device's trace events, oldest to newest, stored as columns (about 23 bytes an
+/// event instead of 40): the address, the size (32 bits, larger ones in a side
+/// table), the time as a 32-bit offset from a base kept per 4096 events (others in a
+/// side table), the stack, the action and an index into the device's stream table.
+/// Reads give a TraceEvent by value: `trace[i]`, range-for and iterators work as on
+/// a vector of TraceEvent, but an event cannot be changed in place.
+class Trace {
+ public:
+  class Iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = TraceEvent;
+    using difference_type = std::ptrdiff_t;
+    using reference = TraceEvent;
+    struct Arrow {
+      TraceEvent e;
+      const TraceEvent* operator->() const { return &e; }
+    };
+    using pointer = Arrow;
+
+    Iterator() = default;
+    Iterator(const Trace* t, size_t i) : t_(t), i_(i) {}
+    TraceEvent operator*() const { return (*t_)[i_]; }
+    Arrow operator->() const { return Arrow{(*t_)[i_]}; }
+    TraceEvent operator[](difference_type n) const { return (*t_)[i_ + static_cast<size_t>(n)]; }
+    Iterator& operator++() { return ++i_, *this; }
+    Iterator operator++(int) { Iterator o = *this; ++i_; return o; }
+    Iterator& operator--() { return --i_, *this; }
+    Iterator operator--(int) { Iterator o = *this; --i_; return o; }
+    Iterator& operator+=(difference_type n) { return i_ += static_cast<size_t>(n), *this; }
+    Iterator& operator-=(difference_type n) { return i_ -= static_cast<size_t>(n), *this; }
+    friend Iterator operator+(Iterator a, difference_type n) { return a += n; }
+    friend Iterator operator+(difference_type n, Iterator a) { return a += n; }
+    friend Iterator operator-(Iterator a, difference_type n) { return a -= n; }
+    friend difference_type operator-(Iterator a, Iterator b) { return static_cast<difference_type>(a.i_ - b.i_); }
+    friend bool operator==(Iterator a, Iterator b) { return a.i_ == b.i_; }
+    friend auto operator<=>(Iterator a, Iterator b) { return a.i_ <=> b.i_; }
+
+   private:
+    const Trace* t_ = nullptr;
+    size_t i_ = 0;
+  };
+  using value_type = TraceEvent;
+  using const_iterator = Iterator;
+  using iterator = Iterator;
+
+  Trace() = default;
+  Trace(const Trace& o) { *this = o; }
+  Trace(Trace&&) noexcept = default;
+  Trace& operator=(const Trace& o);
+  Trace& operator=(Trace&&) noexcept = default;
+  Trace(std::initializer_list<TraceEvent> events) { for (const TraceEvent& e : events) push_back(e); }
+  Trace& operator=(std::initializer_list<TraceEvent> events) {
+    clear();
+    for (const TraceEvent& e : events) push_back(e);
+    return *this;
+  }
+
+  size_t size() const { return addr_.size(); }
+  bool empty() const { return addr_.size() == 0; }
+  TraceEvent operator[](size_t i) const {
+    TraceEvent e;
+    e.addr = addr_[i];
+    e.size = size_[i] != kEscaped ? size_[i] : escaped(big_sizes_, i);
+    e.stream = streams_[stream_[i]];
+    int32_t t = time_[i];
+    e.time_us = t == kNoTimeDelta ? TraceEvent::kNoTime
+                : t == kEscapedTime ? static_cast<int64_t>(escaped(big_times_, i))
+                                    : time_base_[i >> kBlockShift] + t;
+    e.stack = StackId{stack_[i]};
+    e.action = action_[i];
+    return e;
+  }
+  TraceEvent front() const { return (*this)[0]; }
+  TraceEvent back() const { return (*this)[size() - 1]; }
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, size()); }
+  std::reverse_iterator<Iterator> rbegin() const { return std::reverse_iterator<Iterator>(end()); }
+  std::reverse_iterator<Iterator> rend() const { return std::reverse_iterator<Iterator>(begin()); }
+
+  void push_back(const TraceEvent& e);
+  void reserve(size_t n);
+  void clear();
+  /// Bytes the columns and side tables hold.
+  size_t memory_bytes() const;
+  /// Replaces every event's stack id s by f(s) (a builder that renumbers its stacks).
+  template <class F>
+  void remap_stacks(F f) {
+    for (uint32_t& s : stack_) s = f(s);
+  }
+  /// The distinct streams of the trace, in order of first use.
+  std::span<const uint64_t> streams() const { return streams_; }
+
+ private:
+  static constexpr uint32_t kEscaped = 0xFFFFFFFFu;
+  static constexpr int32_t kNoTimeDelta = std::numeric_limits<int32_t>::min();
+  static constexpr int32_t kEscapedTime = kNoTimeDelta + 1;
+  static constexpr unsigned kBlockShift = 12;
+  static uint64_t escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i);
+  uint16_t stream_index(uint64_t stream);
+
+  // Columns grow by realloc (mremap when large): no copy, no second peak.
+  util::PodBuffer<uint64_t> addr_;
+  util::PodBuffer<uint32_t> size_;
+  util::PodBuffer<int32_t> time_;
+  util::PodBuffer<uint32_t> stack_;
+  util::PodBuffer<Action> action_;
+  util::PodBuffer<uint16_t> stream_;
+  std::vector<int64_t> time_base_;  // per block of 2^kBlockShift events
+  std::vector<std::pair<uint64_t, uint64_t>> big_sizes_, big_times_;  // (event index, value), by index
+  std::vector<uint64_t> streams_;
+  std::unordered_map<uint64_t, uint16_t, util::Hasher> stream_ids_;
+};
+
 struct Device {
   int index = 0;
   std::vector<Segment> segments;  // in file order (address order within a device)
   std::vector<Block> blocks;      // all blocks, grouped by segment
-  std::vector<TraceEvent> trace;  // oldest to newest, indices as in the file
+  Trace trace;                    // oldest to newest, indices as in the file
 
   std::span<const Block> blocks_of(const Segment& s) const { return {blocks.data() + s.first_block, s.block_count}; }
+  /// Bytes the device's arrays hold (for the memory bound).
+  size_t memory_bytes() const {
+    return segments.capacity() * sizeof(Segment) + blocks.capacity() * sizeof(Block) + trace.memory_bytes();
+  }
 };
 
 struct AllocatorSettings {
@@ -186,6 +316,8 @@ struct Snapshot {
   std::vector<std::string> warnings;
 
   const Device* device(int index) const;
+  /// Bytes the string, frame and stack tables hold, about (for the memory bound).
+  size_t tables_bytes() const;
   std::string frame_text(FrameId f) const;  // "file.py:12:name"
 };
 

@@ -88,7 +88,7 @@ class FlatMap64 {
     V value{};
     bool used = false;
   };
-  size_t home(uint64_t key) const { return static_cast<size_t>(mix64(key)) & mask_; }
+  size_t home(uint64_t key) const { return static_cast<size_t>(util::hash_u64(key, seed_)) & mask_; }
   void rehash(size_t n) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(n, Slot{});
@@ -99,6 +99,7 @@ class FlatMap64 {
   }
 
   std::vector<Slot> slots_;
+  uint64_t seed_ = util::hash_seed();
   size_t mask_ = 0;
   size_t size_ = 0;
 };

@@ -2,7 +2,7 @@
 """Hostile inputs aimed at the analyses: each is generated here, small, and every command
 must finish within a time limit and a memory bound (ulimit -v) with exit 0 or 2.
 
-  attacks.py MEMSNAP [SCALE]     SCALE multiplies the time limits (sanitizer builds: 10)
+  analysis_attacks.py MEMSNAP [SCALE]     SCALE multiplies the time limits (sanitizer builds: 10)
 
 The shapes are the ones a quadratic or unbounded analysis would choke on: many OOM
 events, many optimizer-step annotations, expandable segments mapped and unmapped tens of

@@ -1,0 +1,109 @@
+// A growable array of trivially copyable values: no zero-fill on growth; arrays of 1 MiB and
+// more live in their own mapping and grow with mremap, so growth never copies or holds two copies.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+
+namespace memsnap::util {
+
+template <class T>
+class PodBuffer {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  PodBuffer() = default;
+  PodBuffer(const PodBuffer&) = delete;
+  PodBuffer& operator=(const PodBuffer&) = delete;
+  PodBuffer(PodBuffer&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) { o.p_ = nullptr, o.n_ = o.cap_ = 0; }
+  PodBuffer& operator=(PodBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = o.p_, n_ = o.n_, cap_ = o.cap_;
+      o.p_ = nullptr, o.n_ = o.cap_ = 0;
+    }
+    return *this;
+  }
+  ~PodBuffer() { release(); }
+
+  /// An explicit copy (copying is deliberate: the type is meant for large arrays).
+  PodBuffer clone() const {
+    PodBuffer c;
+    if (n_) {
+      c.grow_to(n_);
+      std::memcpy(c.p_, p_, n_ * sizeof(T));
+      c.n_ = n_;
+    }
+    return c;
+  }
+  void clear() { n_ = 0; }
+  T* begin() { return p_; }
+  T* end() { return p_ + n_; }
+  const T* begin() const { return p_; }
+  const T* end() const { return p_ + n_; }
+
+  size_t size() const { return n_; }
+  size_t capacity() const { return cap_; }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+  void reserve(size_t n) {
+    if (n > cap_) grow_to(n);
+  }
+  void push_back(const T& v) {
+    if (n_ == cap_) [[unlikely]]
+      grow_to(cap_ ? cap_ * 2 : 64);
+    p_[n_++] = v;
+  }
+  /// New elements are left uninitialised: the caller writes them.
+  void resize_uninitialized(size_t n) {
+    if (n > cap_) grow_to(n > cap_ * 2 ? n : cap_ * 2);
+    n_ = n;
+  }
+  void truncate(size_t n) { n_ = n; }
+
+ private:
+  static constexpr size_t kMapped = size_t{1} << 20;  // bytes from which an array has its own mapping
+  static size_t round_up(size_t bytes) { return (bytes + 4095) & ~size_t{4095}; }
+  bool mapped() const { return cap_ * sizeof(T) >= kMapped; }
+  void release() {
+    if (p_ == nullptr) return;
+    if (mapped()) munmap(p_, round_up(cap_ * sizeof(T)));
+    else std::free(p_);
+  }
+  void grow_to(size_t n) {
+    size_t bytes = n * sizeof(T);
+    if (n != 0 && bytes / n != sizeof(T)) throw std::bad_alloc();
+    void* q;
+    if (bytes < kMapped) {
+      q = std::realloc(p_, bytes);
+      if (q == nullptr) throw std::bad_alloc();
+    } else {
+      bytes = round_up(bytes);
+      n = bytes / sizeof(T);
+      if (mapped()) {
+        q = mremap(p_, round_up(cap_ * sizeof(T)), bytes, MREMAP_MAYMOVE);
+        if (q == MAP_FAILED) throw std::bad_alloc();
+      } else {
+        q = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (q == MAP_FAILED) throw std::bad_alloc();
+        if (n_) std::memcpy(q, p_, n_ * sizeof(T));
+        std::free(p_);
+      }
+    }
+    p_ = static_cast<T*>(q);
+    cap_ = n;
+  }
+
+  T* p_ = nullptr;
+  size_t n_ = 0;
+  size_t cap_ = 0;
+};
+
+}  // namespace memsnap::util

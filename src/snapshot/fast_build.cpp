@@ -1,0 +1,1594 @@
+// The schema-directed fast path: one pass over the opcodes builds the model, with no value graph.
+//
+// Why: the generic path (unpickle into a ValueGraph, then walk it) spends most of its
+// time and memory on nodes and item ids it throws away. Here every value on the stack
+// is a 16-byte Slot; a container is an "open record" whose role (segment, block, frames
+// list, trace event, ...) is fixed when it is created, from its parent's role and the
+// dict key or list position it is being built for. Its items are turned into model
+// data when its parent consumes it (APPENDS, SETITEMS, ...), and the parent and
+// key/position recorded at creation are checked again then, so a wrong guess can never
+// produce a wrong model: anything unexpected makes fast_build return nullopt, and the
+// caller runs the generic path, which then gives the same model or the exact error.
+//
+// The memo holds 4-byte handles: a frame dict becomes a FrameId, a frames list a
+// StackId, a string or other atom an index into atoms_. A run of memo GETs inside a
+// frames list (most of a real file's bytes) is recognised again by its raw bytes: the
+// same bytes with the same memo contents mean the same stack. A trace event dict of the
+// usual layout is decoded without touching the stack.
+//
+// Ids: the fast path meets segments before device_traces (the file's order), the
+// generic builder walks traces first. Strings, frames and stacks are therefore interned
+// into provisional tables and renumbered at the end in the generic builder's order, so
+// every id and table is identical.
+#include "fast_build.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "memsnap/snapshot/validate.hpp"
+#include "memsnap/util/hash.hpp"
+
+namespace memsnap::snapshot::detail {
+
+namespace {
+
+// ---- symbols: the strings the schema knows ------------------------------------------------
+enum Sym : uint8_t {
+  Y_none = 0,
+  // keys
+  Y_segments, Y_device_traces, Y_allocator_settings, Y_external_annotations,
+  Y_device, Y_address, Y_total_size, Y_allocated_size, Y_active_size, Y_requested_size, Y_stream,
+  Y_segment_type, Y_segment_pool_id, Y_is_expandable, Y_frames, Y_blocks,
+  Y_size, Y_state, Y_history,
+  Y_filename, Y_line, Y_name,
+  Y_action, Y_addr, Y_time_us, Y_device_free,
+  Y_conf, Y_max_split_size, Y_gc, Y_expandable_segments, Y_roundup, Y_overflowed, Y_max_entries,
+  Y_stage,
+  // values
+  Y_active_allocated, Y_active_pending_free, Y_active_awaiting_free, Y_inactive,
+  Y_alloc, Y_free_requested, Y_free_completed, Y_segment_alloc, Y_segment_free, Y_segment_map,
+  Y_segment_unmap, Y_snapshot, Y_oom, Y_free,
+  Y_count
+};
+
+constexpr std::string_view kSymText[Y_count] = {
+    "", "segments", "device_traces", "allocator_settings", "external_annotations",
+    "device", "address", "total_size", "allocated_size", "active_size", "requested_size", "stream",
+    "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks",
+    "size", "state", "history",
+    "filename", "line", "name",
+    "action", "addr", "time_us", "device_free",
+    "PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold", "expandable_segments",
+    "roundup_power2_divisions", "trace_alloc_overflowed", "trace_alloc_max_entries",
+    "stage",
+    "active_allocated", "active_pending_free", "active_awaiting_free", "inactive",
+    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+    "segment_unmap", "snapshot", "oom", "free"};
+
+uint8_t classify(const uint8_t* p, size_t n) {
+  if (n < 3 || n > 28) return Y_none;
+  for (uint8_t i = 1; i < Y_count; ++i)
+    if (kSymText[i].size() == n && std::memcmp(kSymText[i].data(), p, n) == 0) return i;
+  return Y_none;
+}
+
+// ---- slots --------------------------------------------------------------------------------
+enum Tag : uint8_t {
+  kNone, kBool, kInt, kUInt, kBig, kFloat, kStr, kTuple, kOther,  // atoms
+  kOpen,     // a container being built: a = open record
+  kFrame,    // a = provisional FrameId
+  kStack,    // a = provisional StackId
+  kEvent,    // a trace event decoded by the fixed-layout decoder: a = staging index
+  kBlocks,   // a finished blocks list: a..b = range of pending_blocks_
+  kRoundup,  // a finished roundup dict: a..b = range of roundup_
+  kDone,     // a finished container of no interest (an ignored value)
+};
+
+struct Slot {
+  Tag tag = kNone;
+  uint8_t sym = 0;
+  uint16_t spare = 0;
+  uint32_t a = 0;
+  uint64_t b = 0;
+};
+static_assert(sizeof(Slot) == 16);
+
+// ---- roles ----------------------------------------------------------------------------------
+enum Role : uint8_t {
+  R_bail, R_top, R_segments, R_segment, R_blocks, R_block, R_frames, R_frame, R_devtraces, R_trace,
+  R_event, R_settings, R_roundup, R_annotations, R_annot, R_ignore
+};
+enum CKind : uint8_t { C_list, C_dict };
+
+// The role of a container of kind `k` created as a value of key `key` (dict parent) or
+// as an element (list parent) of a parent with role `parent`.
+Role child_role(Role parent, CKind pk, uint8_t key, CKind k) {
+  if (pk == C_dict) {
+    switch (parent) {
+      case R_top:
+        if (key == Y_segments) return k == C_list ? R_segments : R_bail;
+        if (key == Y_device_traces) return k == C_list ? R_devtraces : R_bail;
+        if (key == Y_allocator_settings) return k == C_dict ? R_settings : R_bail;
+        if (key == Y_external_annotations) return k == C_list ? R_annotations : R_bail;
+        return R_ignore;
+      case R_segment:
+        if (key == Y_blocks) return k == C_list ? R_blocks : R_bail;
+        if (key == Y_frames) return k == C_list ? R_frames : R_bail;
+        if (key == Y_segment_pool_id) return R_bail;
+        if (key == Y_device || key == Y_address || key == Y_total_size || key == Y_allocated_size ||
+            key == Y_active_size || key == Y_requested_size || key == Y_stream || key == Y_segment_type ||
+            key == Y_is_expandable)
+          return R_bail;  // a container where the schema wants a scalar: the generic path says why
+        return R_ignore;
+      case R_block:
+        if (key == Y_frames) return k == C_list ? R_frames : R_bail;
+        if (key == Y_history || key == Y_size || key == Y_state || key == Y_address || key == Y_requested_size)
+          return R_bail;
+        return R_ignore;
+      case R_event:
+        if (key == Y_frames) return k == C_list ? R_frames : R_bail;
+        if (key == Y_action || key == Y_addr || key == Y_size || key == Y_stream || key == Y_time_us ||
+            key == Y_device_free)
+          return R_bail;
+        return R_ignore;
+      case R_settings:
+        if (key == Y_roundup) return k == C_dict ? R_roundup : R_ignore;
+        if (key == Y_conf || key == Y_max_split_size || key == Y_gc || key == Y_expandable_segments ||
+            key == Y_overflowed || key == Y_max_entries)
+          return R_bail;
+        return R_ignore;
+      case R_frame:
+        if (key == Y_filename || key == Y_line || key == Y_name) return R_bail;
+        return R_ignore;
+      case R_annot:
+      case R_roundup:
+      case R_ignore: return R_ignore;
+      default: return R_bail;
+    }
+  }
+  switch (parent) {
+    case R_segments: return k == C_dict ? R_segment : R_bail;
+    case R_blocks: return k == C_dict ? R_block : R_bail;
+    case R_frames: return k == C_dict ? R_frame : R_bail;
+    case R_devtraces: return k == C_list ? R_trace : R_bail;
+    case R_trace: return k == C_dict ? R_event : R_bail;
+    case R_annotations: return k == C_dict ? R_annot : R_ignore;
+    case R_ignore: return R_ignore;
+    default: return R_bail;
+  }
+}
+
+// Fields each dict role reads, as slots in fields_.
+enum { F_seg_device, F_seg_address, F_seg_total, F_seg_allocated, F_seg_active, F_seg_requested, F_seg_stream,
+       F_seg_type, F_seg_pool, F_seg_expandable, F_seg_frames, F_seg_blocks, F_seg_N };
+enum { F_blk_address, F_blk_size, F_blk_requested, F_blk_state, F_blk_frames, F_blk_N };
+enum { F_fr_filename, F_fr_line, F_fr_name, F_fr_N };
+enum { F_ev_action, F_ev_addr, F_ev_size, F_ev_stream, F_ev_frames, F_ev_time, F_ev_device_free, F_ev_N };
+enum { F_top_segments, F_top_traces, F_top_settings, F_top_annotations, F_top_N };
+enum { F_set_conf, F_set_max_split, F_set_gc, F_set_expandable, F_set_roundup, F_set_overflowed,
+       F_set_max_entries, F_set_N };
+enum { F_ann_device, F_ann_time, F_ann_name, F_ann_stage, F_ann_N };
+constexpr int kNoField = -1;
+
+int field_count(Role r) {
+  switch (r) {
+    case R_segment: return F_seg_N;
+    case R_block: return F_blk_N;
+    case R_frame: return F_fr_N;
+    case R_event: return F_ev_N;
+    case R_top: return F_top_N;
+    case R_settings: return F_set_N;
+    case R_annot: return F_ann_N;
+    default: return 0;
+  }
+}
+
+int field_of(Role r, uint8_t sym) {
+  switch (r) {
+    case R_segment:
+      switch (sym) {
+        case Y_device: return F_seg_device;
+        case Y_address: return F_seg_address;
+        case Y_total_size: return F_seg_total;
+        case Y_allocated_size: return F_seg_allocated;
+        case Y_active_size: return F_seg_active;
+        case Y_requested_size: return F_seg_requested;
+        case Y_stream: return F_seg_stream;
+        case Y_segment_type: return F_seg_type;
+        case Y_segment_pool_id: return F_seg_pool;
+        case Y_is_expandable: return F_seg_expandable;
+        case Y_frames: return F_seg_frames;
+        case Y_blocks: return F_seg_blocks;
+        default: return kNoField;
+      }
+    case R_block:
+      switch (sym) {
+        case Y_address: return F_blk_address;
+        case Y_size: return F_blk_size;
+        case Y_requested_size: return F_blk_requested;
+        case Y_state: return F_blk_state;
+        case Y_frames: return F_blk_frames;
+        default: return kNoField;
+      }
+    case R_frame:
+      switch (sym) {
+        case Y_filename: return F_fr_filename;
+        case Y_line: return F_fr_line;
+        case Y_name: return F_fr_name;
+        default: return kNoField;
+      }
+    case R_event:
+      switch (sym) {
+        case Y_action: return F_ev_action;
+        case Y_addr: return F_ev_addr;
+        case Y_size: return F_ev_size;
+        case Y_stream: return F_ev_stream;
+        case Y_frames: return F_ev_frames;
+        case Y_time_us: return F_ev_time;
+        case Y_device_free: return F_ev_device_free;
+        default: return kNoField;
+      }
+    case R_top:
+      switch (sym) {
+        case Y_segments: return F_top_segments;
+        case Y_device_traces: return F_top_traces;
+        case Y_allocator_settings: return F_top_settings;
+        case Y_external_annotations: return F_top_annotations;
+        default: return kNoField;
+      }
+    case R_settings:
+      switch (sym) {
+        case Y_conf: return F_set_conf;
+        case Y_max_split_size: return F_set_max_split;
+        case Y_gc: return F_set_gc;
+        case Y_expandable_segments: return F_set_expandable;
+        case Y_roundup: return F_set_roundup;
+        case Y_overflowed: return F_set_overflowed;
+        case Y_max_entries: return F_set_max_entries;
+        default: return kNoField;
+      }
+    case R_annot:
+      switch (sym) {
+        case Y_device: return F_ann_device;
+        case Y_time_us: return F_ann_time;
+        case Y_name: return F_ann_name;
+        case Y_stage: return F_ann_stage;
+        default: return kNoField;
+      }
+    default: return kNoField;
+  }
+}
+
+constexpr uint32_t kNone32 = 0xFFFFFFFFu;
+
+struct Open {
+  Role role;
+  CKind kind;
+  uint8_t key = Y_none;   // dict parent: the key this container is the value of
+  uint32_t parent;        // open record of the parent, kNone32 for the root
+  uint32_t pos = 0;       // list parent: the element index this container will take
+  uint32_t memo = kNone32;
+  uint32_t count = 0;     // list: elements appended so far
+  uint32_t fields = 0;    // dict: first slot in fields_
+  uint32_t seen = 0;      // dict: fields set so far (a repeated known key bails)
+  uint32_t value = 0;     // frames: provisional StackId so far; blocks/roundup: first pending index;
+                          // trace: device index; frame: its provisional FrameId once complete
+  bool read = false;      // frames: its memo entry was read while open (so it must not grow)
+};
+
+struct PendingBlock {
+  Block block;
+  bool has_address;
+};
+
+struct Staged {
+  TraceEvent e;
+  uint32_t parent;
+};
+
+// Thrown (and caught in fast_build) at the first form the fast path does not handle.
+struct Bail {
+  int line;
+};
+[[noreturn, gnu::cold, gnu::noinline]] void bail(int line = __builtin_LINE()) { throw Bail{line}; }
+
+// Memo: 4-byte handles in pages of 4096, a page allocated only when it holds a useful
+// entry (trace event dicts, memoized by the pickler and never referenced, cost nothing).
+class Memo {
+ public:
+  static constexpr uint32_t kAtom = 1u << 29, kFrame = 2u << 29, kStack = 3u << 29, kOpenList = 4u << 29,
+                            kPayload = (1u << 29) - 1;
+  Memo() = default;
+  Memo(const Memo&) = delete;
+  ~Memo() {
+    for (uint32_t* p : pages_) std::free(p);
+  }
+  uint32_t get(uint64_t i) const {
+    uint64_t page = i >> 12;
+    if (page >= pages_.size() || pages_[page] == nullptr) return 0;
+    return pages_[page][i & 4095];
+  }
+  // Returns true when a frame entry was replaced by something else (remembered spans are stale).
+  bool put(uint64_t i, uint32_t h) {
+    uint64_t page = i >> 12;
+    if (page >= pages_.size()) {
+      if (h == 0) return false;
+      pages_.resize(page + 1, nullptr);
+    }
+    uint32_t*& p = pages_[page];
+    if (p == nullptr) {
+      if (h == 0) return false;
+      p = static_cast<uint32_t*>(std::calloc(4096, sizeof(uint32_t)));
+      if (p == nullptr) bail();
+    }
+    uint32_t old = p[i & 4095];
+    p[i & 4095] = h;
+    return (old & ~kPayload) == kFrame && old != h;  // spans depend on frame entries only
+  }
+  size_t bytes() const { return pages_.size() * 8 + size_t(std::count_if(pages_.begin(), pages_.end(), [](auto* p) { return p != nullptr; })) * 16384; }
+
+ private:
+  std::vector<uint32_t*> pages_;
+};
+
+// A remembered run of memo GETs inside a frames list: its bytes decode to `stack`
+// as long as no memo entry has been replaced since (epoch).
+struct Span {
+  uint64_t hash;
+  uint64_t offset;
+  uint32_t len;
+  uint32_t stack;
+  uint32_t epoch;
+};
+
+class FastBuilder {
+ public:
+  FastBuilder(std::span<const uint8_t> in, util::MemoryBudget* budget, const ProgressFn* progress)
+      : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), budget_(budget), ticker_(progress, in.size()) {
+    stack_.reserve(1024);
+    opens_.reserve(256);
+  }
+
+  FastResult run();
+
+ private:
+  // ---- reading ------------------------------------------------------------------------
+  void need(uint64_t n) const {
+    if (uint64_t(end_ - p_) < n) bail();
+  }
+  template <class T>
+  T rd() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, p_, sizeof v);
+    p_ += sizeof v;
+    return v;
+  }
+  uint64_t off(const uint8_t* p) const { return uint64_t(p - begin_); }
+
+  // ---- stack ----------------------------------------------------------------------------
+  void push(const Slot& s) {
+    if (stack_.size() >= (size_t{1} << 22)) bail();
+    stack_.push_back(s);
+  }
+  size_t fence() const { return marks_.empty() ? 0 : marks_.back(); }
+  Slot pop() {
+    if (stack_.size() <= fence()) bail();
+    Slot s = stack_.back();
+    stack_.pop_back();
+    return s;
+  }
+
+  // ---- atoms --------------------------------------------------------------------------
+  Slot str_slot(const uint8_t* p, uint64_t n) {
+    if (n > 0xFFFFFFFFu) bail();
+    Slot s;
+    s.tag = kStr;
+    s.a = static_cast<uint32_t>(n);
+    s.b = off(p);
+    s.sym = classify(p, n);
+    return s;
+  }
+  std::string_view str(const Slot& s) const {
+    return std::string_view(reinterpret_cast<const char*>(begin_) + s.b, s.a);
+  }
+  static Slot int_slot(int64_t v) {
+    Slot s;
+    s.tag = kInt;
+    s.b = static_cast<uint64_t>(v);
+    return s;
+  }
+  // LONG1 / LONG4 payload, exactly as ValueGraph::make_int_bytes classifies it.
+  static Slot long_slot(const uint8_t* p, size_t len) {
+    if (len == 0) return int_slot(0);
+    bool neg = p[len - 1] & 0x80;
+    size_t n = len;
+    while (n > 1 && p[n - 1] == (neg ? 0xFF : 0x00) && bool(p[n - 2] & 0x80) == neg) --n;
+    if (n <= 8) {
+      uint64_t u = 0;
+      for (size_t i = n; i-- > 0;) u = (u << 8) | p[i];
+      if (neg && n < 8) u |= ~uint64_t{0} << (8 * n);
+      return int_slot(static_cast<int64_t>(u));
+    }
+    Slot s;
+    if (n == 9 && !neg && p[8] == 0) {
+      uint64_t u = 0;
+      for (size_t i = 8; i-- > 0;) u = (u << 8) | p[i];
+      s.tag = u > uint64_t(INT64_MAX) ? kUInt : kInt;
+      s.b = u;
+      return s;
+    }
+    s.tag = kBig;
+    return s;
+  }
+
+  // ---- typed reads, mirroring the generic builder (anything it would refuse: bail) ----
+  static uint64_t size_of(const Slot& s) {
+    if (s.tag == kInt && int64_t(s.b) >= 0) return s.b;
+    if (s.tag == kUInt) return s.b;
+    bail();
+  }
+  static uint64_t bits_of(const Slot& s) {
+    if (s.tag == kInt || s.tag == kUInt) return s.b;
+    bail();
+  }
+  static int64_t int_of(const Slot& s) {
+    if (s.tag == kInt) return int64_t(s.b);
+    bail();
+  }
+  static bool bool_of(const Slot& s) {
+    if (s.tag == kBool || s.tag == kInt || s.tag == kUInt) return s.b != 0;
+    bail();
+  }
+  std::string_view str_of(const Slot& s) const {
+    if (s.tag != kStr) bail();
+    return str(s);
+  }
+  uint32_t stack_of(const Slot& s) const {
+    if (s.tag == kStack) return s.a;
+    bail();
+  }
+
+  // ---- memo ---------------------------------------------------------------------------
+  uint32_t handle_of(const Slot& s) {
+    switch (s.tag) {
+      case kFrame: return Memo::kFrame | s.a;
+      case kStack: return Memo::kStack | s.a;
+      case kNone: case kBool: case kInt: case kUInt: case kBig: case kFloat: case kStr: case kTuple: case kOther:
+        if (atoms_.size() > Memo::kPayload) bail();
+        atoms_.push_back(s);
+        return Memo::kAtom | uint32_t(atoms_.size() - 1);
+      default: return 0;
+    }
+  }
+  void memo_put(uint64_t idx, const Slot& top) {
+    if (idx > off(p_) + 65536) bail();  // the generic path keeps hostile indices in a sparse map
+    if (top.tag == kOpen) {
+      Open& o = opens_[top.a];
+      if (o.memo != kNone32 || idx > 0xFFFFFFF0u) bail();
+      o.memo = static_cast<uint32_t>(idx);
+      if (memo_.put(idx, o.role == R_frames ? Memo::kOpenList | top.a : 0)) ++epoch_;
+      return;
+    }
+    if (memo_.put(idx, handle_of(top))) ++epoch_;
+  }
+  Slot memo_get(uint64_t idx) {
+    uint32_t h = memo_.get(idx);
+    Slot s;
+    switch (h & ~Memo::kPayload) {
+      case Memo::kAtom: return atoms_[h & Memo::kPayload];
+      case Memo::kFrame: s.tag = kFrame; s.a = h & Memo::kPayload; return s;
+      case Memo::kStack: s.tag = kStack; s.a = h & Memo::kPayload; return s;
+      case Memo::kOpenList: {
+        // A frames list that is complete but not yet taken by its parent (a block
+        // sharing its segment's traceback): its stack so far, and it may not grow again.
+        Open& o = opens_[h & Memo::kPayload];
+        if (o.memo != idx || o.role != R_frames) bail();
+        o.read = true;
+        s.tag = kStack;
+        s.a = o.value;
+        return s;
+      }
+      default: bail();
+    }
+  }
+  void note_memoize() {
+    if (used_put_) bail();
+    used_memoize_ = true;
+  }
+  void note_put() {
+    if (used_memoize_) bail();
+    used_put_ = true;
+  }
+
+  // ---- containers ---------------------------------------------------------------------
+  void open_container(CKind k);
+  Slot finish(uint32_t rec);
+  void consume(uint32_t rec, const Slot* items, size_t n);
+  void make_tuple(const Slot* items, size_t n);
+  bool try_frames_span(uint32_t rec);
+  uint32_t decode_span(const uint8_t* a, const uint8_t* b);
+  uint32_t extend_stack(uint32_t base, std::span<const FrameId> more);
+  bool try_event(uint32_t parent_rec);
+  void skip_frame_ops(const uint8_t*& q) const;
+
+  Device& device(int64_t index) {
+    if (index < 0 || index > 65535) bail();
+    auto [it, inserted] = devices_.try_emplace(index);
+    if (inserted) it->second.index = static_cast<int>(index);
+    return it->second;
+  }
+  TraceEvent make_event(const Slot* f, uint32_t seen);
+  uint32_t frame_of(const Open& o);
+  void push_segment(const Open& o);
+  void push_settings(const Open& o);
+  Snapshot renumber();
+  void account();
+
+  const uint8_t* begin_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+  util::MemoryBudget* budget_;
+  ProgressTicker ticker_;  // the progress line: reported from account(), every MiB
+  uint64_t next_account_ = uint64_t{1} << 20;  // input offset of the next memory check
+  int protocol_ = 0;
+  std::vector<Slot> stack_;
+  std::vector<uint32_t> marks_;
+  std::vector<Open> opens_;
+  std::vector<Slot> fields_;
+  std::vector<Slot> atoms_;
+  std::vector<std::pair<int64_t, int64_t>> tuples_;  // first two items of small int tuples
+  Memo memo_;
+  uint64_t memo_count_ = 0;
+  uint32_t epoch_ = 0;
+  bool used_memoize_ = false, used_put_ = false;
+
+  std::vector<PendingBlock> pending_blocks_;
+  std::vector<std::pair<uint64_t, uint64_t>> roundup_;
+  std::vector<Staged> staged_;
+  size_t live_staged_ = 0;
+
+  // Span cache: open addressing over seeded hashes.
+  std::vector<uint32_t> span_index_ = std::vector<uint32_t>(1024, kNone32);
+  std::vector<Span> spans_;
+  uint64_t seed_ = util::hash_seed();
+  std::vector<FrameId> tmp_frames_;
+  std::vector<Slot> tmp_items_;
+
+  // Provisional tables (renumbered at the end) and the model being built.
+  StringTable pstrings_;
+  FrameTable pframes_;
+  StackTable pstacks_;
+  std::map<int64_t, Device> devices_;
+  std::vector<std::pair<size_t, std::pair<int64_t, size_t>>> segment_order_;  // file index -> (device, index)
+  Snapshot snap_;
+  bool have_segments_ = false;
+  bool saw_root_ = false;
+};
+
+// ---- container creation: which parent, which role -----------------------------------------
+
+void FastBuilder::open_container(CKind k) {
+  size_t n = stack_.size();
+  uint32_t parent = kNone32, pos = 0;
+  uint8_t key = Y_none;
+  Role role = R_bail;
+  // Where the new container goes is decided before its parent takes it, so it is a guess,
+  // checked again in consume(). (b) APPEND form first: a list of one element (one frame,
+  // one block, one segment) is common, and an open list right below that could not hold
+  // this kind of container is skipped. Then (a) a MARK batch, then (b) SETITEM form.
+  size_t m = fence();
+  bool have_mark = !marks_.empty();
+  if (n >= 1 && stack_[n - 1].tag == kOpen && (!have_mark || m <= n - 1)) {
+    const Open& o = opens_[stack_[n - 1].a];
+    if (o.kind == C_list) {
+      Role r = child_role(o.role, C_list, Y_none, k);
+      if (r != R_bail) role = r, parent = stack_[n - 1].a, pos = o.count;
+    }
+  }
+  // (a) inside a MARK batch: the parent is right below the MARK.
+  if (role == R_bail && have_mark && m >= 1 && stack_[m - 1].tag == kOpen) {
+    const Open& o = opens_[stack_[m - 1].a];
+    if (o.kind == C_list) {
+      role = child_role(o.role, C_list, Y_none, k);
+      parent = stack_[m - 1].a;
+      pos = o.count + uint32_t(n - m);
+    } else if ((n - m) % 2 == 1) {
+      const Slot& ks = stack_[n - 1];
+      key = ks.tag == kStr ? ks.sym : uint8_t(Y_none);
+      role = ks.tag == kStr ? child_role(o.role, C_dict, key, k) : (o.role == R_ignore ? R_ignore : R_bail);
+      parent = stack_[m - 1].a;
+    }
+  }
+  // (b) SETITEM form, last: a dict with one key is rare, a completed sibling dict is not.
+  if (role == R_bail && n >= 2 && stack_[n - 2].tag == kOpen && stack_[n - 1].tag < kOpen &&
+      (!have_mark || m <= n - 2)) {
+    const Open& o = opens_[stack_[n - 2].a];
+    if (o.kind == C_dict) {
+      uint8_t kk = stack_[n - 1].tag == kStr ? stack_[n - 1].sym : uint8_t(Y_none);
+      Role r = stack_[n - 1].tag == kStr ? child_role(o.role, C_dict, kk, k) : (o.role == R_ignore ? R_ignore : R_bail);
+      if (r != R_bail) role = r, parent = stack_[n - 2].a, key = kk;
+    }
+  }
+  if (role == R_bail) {
+    if (!opens_.empty() || saw_root_) bail();
+    role = k == C_dict ? R_top : R_segments;  // the root: a dict, or the list form
+    saw_root_ = true;
+  }
+  if (role == R_bail) bail();
+  if (opens_.size() >= 100000) bail();
+  Open o;
+  o.role = role;
+  o.kind = k;
+  o.key = key;
+  o.parent = parent;
+  o.pos = pos;
+  int nf = k == C_dict ? field_count(role) : 0;
+  o.fields = static_cast<uint32_t>(fields_.size());
+  fields_.resize(fields_.size() + size_t(nf));
+  if (role == R_blocks) o.value = static_cast<uint32_t>(pending_blocks_.size());
+  if (role == R_roundup) o.value = static_cast<uint32_t>(roundup_.size());
+  if (role == R_trace) {
+    o.value = pos;
+    device(pos);  // the generic builder makes a device for every trace list, even an empty one
+  }
+  opens_.push_back(o);
+  Slot s;
+  s.tag = kOpen;
+  s.a = static_cast<uint32_t>(opens_.size() - 1);
+  push(s);
+}
+
+// ---- finishing containers when their parent takes them ---------------------------------------
+
+// The result of an open container, computed when its parent consumes it. Does not pop the
+// record: consume() drops the consumed records (always the newest ones) as a block.
+Slot FastBuilder::finish(uint32_t rec) {
+  const Open& o = opens_[rec];
+  Slot out;
+  out.tag = kDone;
+  const Slot* f = fields_.data() + o.fields;
+  auto has = [&](int k) { return (o.seen >> k) & 1u; };
+  switch (o.role) {
+    case R_frame:
+      out.tag = kFrame;
+      out.a = o.count ? o.value : frame_of(o);
+      break;
+    case R_frames:
+      out.tag = kStack;
+      out.a = o.value;
+      break;
+    case R_blocks:
+      out.tag = kBlocks;
+      out.a = o.value;
+      out.b = pending_blocks_.size();
+      break;
+    case R_roundup:
+      out.tag = kRoundup;
+      out.a = o.value;
+      out.b = roundup_.size();
+      break;
+    case R_segment: push_segment(o); break;
+    case R_settings: push_settings(o); break;
+    case R_block: {
+      PendingBlock pb{};
+      if (!has(F_blk_size) || !has(F_blk_state)) bail();
+      Block& b = pb.block;
+      b.size = size_of(f[F_blk_size]);
+      const Slot& st = f[F_blk_state];
+      if (st.tag != kStr) bail();
+      switch (st.sym) {
+        case Y_active_allocated: b.state = BlockState::ActiveAllocated; break;
+        case Y_active_pending_free:
+        case Y_active_awaiting_free: b.state = BlockState::ActivePendingFree; break;
+        case Y_inactive: b.state = BlockState::Inactive; break;
+        default: bail();
+      }
+      pb.has_address = has(F_blk_address);
+      if (pb.has_address) b.address = bits_of(f[F_blk_address]);
+      if (has(F_blk_requested)) {
+        b.requested_size = size_of(f[F_blk_requested]);
+        b.requested_known = true;
+      }
+      if (has(F_blk_frames) && b.is_active()) b.stack = StackId{stack_of(f[F_blk_frames])};
+      pending_blocks_.push_back(pb);
+      break;
+    }
+    case R_event: device(opens_[o.parent].value).trace.push_back(make_event(f, o.seen)); break;
+    case R_annot: {
+      Annotation a;
+      auto is_int = [](const Slot& x) { return x.tag == kInt || x.tag == kUInt; };
+      if (has(F_ann_device) && is_int(f[F_ann_device])) a.device = static_cast<int>(int64_t(f[F_ann_device].b));
+      if (has(F_ann_time) && is_int(f[F_ann_time])) a.time_us = int64_t(f[F_ann_time].b);
+      if (has(F_ann_name) && f[F_ann_name].tag == kStr) a.name = pstrings_.intern(str(f[F_ann_name]));
+      if (has(F_ann_stage) && f[F_ann_stage].tag == kStr) a.stage = pstrings_.intern(str(f[F_ann_stage]));
+      snap_.annotations.push_back(a);
+      break;
+    }
+    case R_top:
+      if (!has(F_top_segments)) bail();
+      break;
+    case R_trace:
+    case R_segments:
+    case R_devtraces:
+    case R_annotations:
+    case R_ignore: break;
+    default: bail();
+  }
+  if (o.memo != kNone32) {
+    uint32_t h = out.tag == kFrame ? (Memo::kFrame | out.a) : out.tag == kStack ? (Memo::kStack | out.a) : 0;
+    if (memo_.put(o.memo, h)) ++epoch_;
+  }
+  return out;
+}
+
+uint32_t FastBuilder::frame_of(const Open& o) {
+  const Slot* f = fields_.data() + o.fields;
+  auto has = [&](int k) { return (o.seen >> k) & 1u; };
+  Frame fr;
+  if (has(F_fr_filename)) fr.filename = pstrings_.intern(str_of(f[F_fr_filename]));
+  if (has(F_fr_name)) fr.name = pstrings_.intern(str_of(f[F_fr_name]));
+  if (has(F_fr_line)) fr.line = int_of(f[F_fr_line]);
+  return pframes_.intern(fr).v;
+}
+
+TraceEvent FastBuilder::make_event(const Slot* f, uint32_t seen) {
+  if (!(seen & (1u << F_ev_action))) bail();
+  TraceEvent e;
+  const Slot& a = f[F_ev_action];
+  if (a.tag != kStr) bail();
+  switch (a.sym) {
+    case Y_alloc: e.action = Action::Alloc; break;
+    case Y_free_requested: e.action = Action::FreeRequested; break;
+    case Y_free_completed: e.action = Action::FreeCompleted; break;
+    case Y_segment_alloc: e.action = Action::SegmentAlloc; break;
+    case Y_segment_free: e.action = Action::SegmentFree; break;
+    case Y_segment_map: e.action = Action::SegmentMap; break;
+    case Y_segment_unmap: e.action = Action::SegmentUnmap; break;
+    case Y_snapshot: e.action = Action::Snapshot; break;
+    case Y_oom: e.action = Action::Oom; break;
+    case Y_free: e.action = Action::Free; break;
+    default: bail();  // unknown actions become warnings: the generic path words them
+  }
+  if (seen & (1u << F_ev_addr)) e.addr = bits_of(f[F_ev_addr]);
+  if (seen & (1u << F_ev_size)) e.size = size_of(f[F_ev_size]);
+  if (seen & (1u << F_ev_stream)) e.stream = bits_of(f[F_ev_stream]);
+  if (seen & (1u << F_ev_time)) e.time_us = int_of(f[F_ev_time]);
+  if (seen & (1u << F_ev_frames)) e.stack = StackId{stack_of(f[F_ev_frames])};
+  if (e.action == Action::Oom) e.addr = (seen & (1u << F_ev_device_free)) ? size_of(f[F_ev_device_free]) : 0;
+  return e;
+}
+
+void FastBuilder::push_segment(const Open& o) {
+  const Slot* f = fields_.data() + o.fields;
+  auto has = [&](int k) { return (o.seen >> k) & 1u; };
+  int64_t dev = has(F_seg_device) ? int_of(f[F_seg_device]) : 0;
+  Device& d = device(dev);
+  if (!has(F_seg_blocks) || !has(F_seg_total)) bail();
+  Segment s;
+  s.file_index = o.pos;
+  s.total_size = size_of(f[F_seg_total]);
+  if (has(F_seg_address)) s.address = bits_of(f[F_seg_address]);
+  if (has(F_seg_stream)) s.stream = bits_of(f[F_seg_stream]);
+  if (has(F_seg_type)) {
+    std::string_view t = str_of(f[F_seg_type]);
+    s.pool = t == "small" ? Pool::Small : t == "large" ? Pool::Large : Pool::Unknown;
+  }
+  if (has(F_seg_pool)) {
+    const Slot& t = f[F_seg_pool];
+    if (t.tag != kTuple || t.sym == 0) bail();
+    if (t.a >= 1) s.pool_id[0] = tuples_[t.b].first;
+    if (t.a >= 2) s.pool_id[1] = tuples_[t.b].second;
+  }
+  if (has(F_seg_expandable)) s.expandable = bool_of(f[F_seg_expandable]);
+  if (has(F_seg_frames)) s.stack = StackId{stack_of(f[F_seg_frames])};
+  if (has(F_seg_allocated)) s.stated_allocated = size_of(f[F_seg_allocated]);
+  if (has(F_seg_active)) s.stated_active = size_of(f[F_seg_active]);
+  if (has(F_seg_requested)) s.stated_requested = size_of(f[F_seg_requested]);
+  const Slot& bl = f[F_seg_blocks];
+  if (bl.tag != kBlocks) bail();
+  size_t nb = size_t(bl.b - bl.a);
+  if (d.blocks.size() + nb > 0xFFFFFFFFu) bail();
+  s.first_block = static_cast<uint32_t>(d.blocks.size());
+  s.block_count = static_cast<uint32_t>(nb);
+  uint64_t cursor = s.address;
+  for (size_t i = bl.a; i < bl.b; ++i) {
+    Block b = pending_blocks_[i].block;
+    if (!pending_blocks_[i].has_address) {
+      b.address = cursor;
+      b.address_derived = true;
+    }
+    cursor = b.address + b.size;
+    if (!b.requested_known) b.requested_size = b.size;
+    d.blocks.push_back(b);
+  }
+  segment_order_.push_back({o.pos, {dev, d.segments.size()}});
+  d.segments.push_back(s);
+}
+
+void FastBuilder::push_settings(const Open& o) {
+  const Slot* f = fields_.data() + o.fields;
+  auto has = [&](int k) { return (o.seen >> k) & 1u; };
+  AllocatorSettings& s = snap_.settings;
+  s.present = true;
+  if (has(F_set_conf)) s.alloc_conf = std::string(str_of(f[F_set_conf]));
+  if (has(F_set_max_split)) {
+    const Slot& m = f[F_set_max_split];
+    if (m.tag == kInt && int64_t(m.b) > 0 && int64_t(m.b) < (int64_t{1} << 62))
+      s.max_split_size = m.b;
+    else if (m.tag != kInt && m.tag != kUInt && m.tag != kBig)
+      bail();
+  }
+  if (has(F_set_gc)) {
+    const Slot& m = f[F_set_gc];
+    if (m.tag == kFloat) {
+      double d;
+      std::memcpy(&d, &m.b, 8);
+      s.garbage_collection_threshold = d;
+    } else {
+      s.garbage_collection_threshold = double(int_of(m));
+    }
+  }
+  if (has(F_set_expandable)) s.expandable_segments = bool_of(f[F_set_expandable]);
+  if (has(F_set_overflowed)) s.trace_alloc_overflowed = bool_of(f[F_set_overflowed]);
+  if (has(F_set_max_entries)) s.trace_alloc_max_entries = int_of(f[F_set_max_entries]);
+  if (has(F_set_roundup) && f[F_set_roundup].tag == kRoundup)
+    for (size_t i = f[F_set_roundup].a; i < f[F_set_roundup].b; ++i) s.roundup_power2_divisions.push_back(roundup_[i]);
+}
+
+// Items [items, items+n) join container `rec` (list elements, or dict key/value pairs).
+// Each open item is checked against the parent and key/position it was created for and
+// finished in order; the consumed records are the newest ones and are dropped together.
+void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
+  Open& parent = opens_[rec];
+  Role role = parent.role;
+  bool dict = parent.kind == C_dict;
+  if (dict && n % 2) bail();
+  uint32_t base = parent.count;
+  if (uint64_t(base) + n > 0xFFFFFFF0u) bail();
+  tmp_items_.assign(items, items + n);
+  std::vector<Slot>& it = tmp_items_;
+  uint32_t next_rec = kNone32;  // the open records consumed must be consecutive and the newest
+  for (size_t i = 0; i < n; ++i) {
+    if (it[i].tag != kOpen) continue;
+    const Open& c = opens_[it[i].a];
+    if (next_rec == kNone32) next_rec = it[i].a;
+    if (it[i].a != next_rec++ || c.parent != rec) { bail(); }
+    if (dict) {
+      if (i % 2 == 0) bail();  // a container as a key
+      uint8_t key = it[i - 1].tag == kStr ? it[i - 1].sym : uint8_t(Y_none);
+      Role want = it[i - 1].tag == kStr ? child_role(role, C_dict, key, c.kind) : (role == R_ignore ? R_ignore : R_bail);
+      if (c.key != key || c.role != want) bail();
+    } else {
+      if (c.pos != base + i || child_role(role, C_list, Y_none, c.kind) != c.role) bail();
+    }
+  }
+  uint32_t first_rec = kNone32;
+  if (next_rec != kNone32) {
+    for (size_t i = 0; i < n && first_rec == kNone32; ++i)
+      if (it[i].tag == kOpen) first_rec = it[i].a;
+    if (next_rec != opens_.size()) bail();
+  }
+  if (dict) {
+    for (size_t i = 0; i < n; i += 2) {
+      const Slot& k = it[i];
+      if (k.tag >= kOpen) bail();
+      bool was_open = it[i + 1].tag == kOpen;
+      Slot v = was_open ? finish(it[i + 1].a) : it[i + 1];
+      if (v.tag == kEvent) bail();
+      Open& p = opens_[rec];
+      if (role == R_roundup) {
+        if (k.tag == kStr && (v.tag == kInt || v.tag == kUInt)) {
+          std::string key(str(k));
+          char* end = nullptr;
+          unsigned long long bucket = std::strtoull(key.c_str(), &end, 10);
+          if (end != key.c_str() && *end == '\0') roundup_.emplace_back(bucket, v.b);
+        }
+        continue;
+      }
+      if (k.tag != kStr) continue;
+      int fld = field_of(role, k.sym);
+      if (fld == kNoField) continue;
+      if (p.seen & (1u << fld)) bail();  // a repeated key: the generic path keeps the last
+      if (role == R_top && !was_open) bail();
+      p.seen |= 1u << fld;
+      fields_[p.fields + uint32_t(fld)] = v;
+    }
+  } else {
+    switch (role) {
+      case R_frames: {
+        if (opens_[rec].read) bail();
+        tmp_frames_.clear();
+        for (size_t i = 0; i < n; ++i) {
+          Slot v = it[i].tag == kOpen ? finish(it[i].a) : it[i];
+          if (v.tag != kFrame) bail();
+          tmp_frames_.push_back(FrameId{v.a});
+        }
+        opens_[rec].value = extend_stack(opens_[rec].value, tmp_frames_);
+        break;
+      }
+      case R_segments:
+      case R_blocks:
+      case R_annotations:
+      case R_devtraces:
+        for (size_t i = 0; i < n; ++i) {
+          if (it[i].tag == kOpen) {
+            finish(it[i].a);
+          } else if (role == R_annotations && it[i].tag < kOpen) {
+            // not a dict: skipped, as the generic builder does
+          } else if (role == R_devtraces && it[i].tag == kNone) {
+            // None for an unused device: skipped, as the generic builder does
+          } else {
+            bail();
+          }
+        }
+        break;
+      case R_trace: {
+        Trace& trace = device(opens_[rec].value).trace;  // one lookup per batch, not per event
+        for (size_t i = 0; i < n; ++i) {
+          if (it[i].tag == kOpen) {
+            finish(it[i].a);
+          } else if (it[i].tag == kEvent) {
+            const Staged& st = staged_[it[i].a];
+            if (st.parent != rec) bail();
+            trace.push_back(st.e);
+            --live_staged_;
+          } else {
+            bail();
+          }
+        }
+        if (live_staged_ == 0) staged_.clear();
+        break;
+      }
+      case R_ignore:
+        for (size_t i = 0; i < n; ++i) {
+          if (it[i].tag == kOpen) finish(it[i].a);
+          else if (it[i].tag == kEvent || it[i].tag == kBlocks || it[i].tag == kRoundup) bail();
+        }
+        break;
+      default: bail();
+    }
+  }
+  if (first_rec != kNone32) {
+    fields_.resize(opens_[first_rec].fields);
+    opens_.resize(first_rec);
+  }
+  if (role == R_frame) {
+    // A frame dict is complete after its one SETITEMS: intern it now, so that a memo GET
+    // of it before its list takes it (the same frame twice in one traceback) finds it.
+    Open& o = opens_[rec];
+    if (o.count) bail();  // items added later would change a frame already handed out
+    o.value = frame_of(o);
+    if (o.memo != kNone32 && memo_.put(o.memo, Memo::kFrame | o.value)) ++epoch_;
+    o.count = 1;
+    return;
+  }
+  opens_[rec].count = base + static_cast<uint32_t>(n);
+  if (role == R_segments) {
+    bool open_segment = false;
+    for (const Open& o : opens_) open_segment |= o.role == R_segment;
+    if (!open_segment) pending_blocks_.clear();
+  }
+}
+
+void FastBuilder::make_tuple(const Slot* items, size_t n) {
+  Slot t;
+  t.tag = kTuple;
+  t.a = static_cast<uint32_t>(n);
+  bool ints = true;
+  int64_t v[2] = {0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    if (items[i].tag >= kOpen) bail();
+    if (i < 2) {
+      if (items[i].tag == kInt) v[i] = int64_t(items[i].b);
+      else ints = false;
+    }
+  }
+  t.sym = ints ? 1 : 0;
+  t.b = tuples_.size();
+  tuples_.emplace_back(v[0], v[1]);
+  stack_.resize(stack_.size() - n);
+  push(t);
+}
+
+// ---- stacks ---------------------------------------------------------------------------------
+
+uint32_t FastBuilder::extend_stack(uint32_t base, std::span<const FrameId> more) {
+  if (more.empty()) return base;
+  if (base == 0) return pstacks_.intern(more).v;
+  std::vector<FrameId> all(pstacks_[StackId{base}].begin(), pstacks_[StackId{base}].end());
+  all.insert(all.end(), more.begin(), more.end());
+  return pstacks_.intern(all).v;
+}
+
+uint32_t FastBuilder::decode_span(const uint8_t* a, const uint8_t* b) {
+  tmp_frames_.clear();
+  for (const uint8_t* q = a; q < b;) {
+    uint32_t idx;
+    if (*q == 'h') {
+      idx = q[1];
+      q += 2;
+    } else {
+      std::memcpy(&idx, q + 1, 4);
+      q += 5;
+    }
+    uint32_t h = memo_.get(idx);
+    if ((h & ~Memo::kPayload) != Memo::kFrame) bail();
+    tmp_frames_.push_back(FrameId{h & Memo::kPayload});
+  }
+  return pstacks_.intern(tmp_frames_).v;
+}
+
+// At "(" right after an open frames list: a run of memo GETs up to APPENDS is looked up by
+// its bytes. Returns false (nothing consumed) when the batch holds anything else.
+bool FastBuilder::try_frames_span(uint32_t rec) {
+  const uint8_t* a = p_;
+  const uint8_t* q = a;
+  for (;;) {
+    ptrdiff_t left = end_ - q;
+    if (left >= 5 && *q == 'j') q += 5;
+    else if (left >= 2 && *q == 'h') q += 2;
+    else break;
+  }
+  if (q >= end_ || *q != 'e') return false;
+  const uint8_t* b = q;
+  uint64_t len = uint64_t(b - a);
+  uint32_t stack = 0;
+  if (len > 0) {
+    uint64_t h = util::hash_bytes(a, len, seed_);
+    size_t mask = span_index_.size() - 1;
+    size_t i = h & mask;
+    bool found = false;
+    for (; span_index_[i] != kNone32; i = (i + 1) & mask) {
+      Span& s = spans_[span_index_[i]];
+      if (s.hash == h && s.len == len && std::memcmp(begin_ + s.offset, a, len) == 0) {
+        if (s.epoch != epoch_) {  // same bytes, but a memo entry changed since: decode again
+          s.stack = decode_span(a, b);
+          s.epoch = epoch_;
+        }
+        stack = s.stack;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      stack = decode_span(a, b);
+      if (spans_.size() >= 0xFFFFFFF0u) bail();
+      spans_.push_back(Span{h, off(a), static_cast<uint32_t>(len), stack, epoch_});
+      span_index_[i] = static_cast<uint32_t>(spans_.size() - 1);
+      if (spans_.size() * 2 > span_index_.size()) {
+        std::vector<uint32_t> grown(span_index_.size() * 2, kNone32);
+        size_t gm = grown.size() - 1;
+        for (uint32_t k = 0; k < spans_.size(); ++k) {
+          size_t j = spans_[k].hash & gm;
+          while (grown[j] != kNone32) j = (j + 1) & gm;
+          grown[j] = k;
+        }
+        span_index_.swap(grown);
+      }
+    }
+  }
+  Open& o = opens_[rec];
+  if (o.read) bail();
+  size_t frames = pstacks_[StackId{stack}].size();
+  if (o.value == 0) {
+    o.value = stack;
+  } else {
+    auto more = pstacks_[StackId{stack}];
+    std::vector<FrameId> copy(more.begin(), more.end());
+    o.value = extend_stack(o.value, copy);
+  }
+  o.count += static_cast<uint32_t>(frames);
+  p_ = b + 1;
+  return true;
+}
+
+void FastBuilder::skip_frame_ops(const uint8_t*& q) const {
+  while (q < end_ && *q == 0x95) {
+    if (end_ - q < 9) bail();
+    uint64_t n;
+    std::memcpy(&n, q + 1, 8);
+    q += 9;
+    if (n > uint64_t(end_ - q)) bail();
+  }
+}
+
+// The fixed-layout decoder for a trace event dict, called right after its EMPTY_DICT with
+// the dict's open record the newest. On success the record is replaced by a staged event;
+// on any surprise nothing has changed and the general path carries on.
+bool FastBuilder::try_event(uint32_t parent_rec) {
+  const uint8_t* q = p_;
+  uint64_t count = memo_count_;
+  struct PendingPut {
+    uint64_t idx;
+    uint32_t handle;
+  } puts[8];
+  int nputs = 0;
+  auto lookup = [&](uint64_t idx, uint32_t& h) {
+    for (int k = nputs; k-- > 0;)
+      if (puts[k].idx == idx) return h = puts[k].handle, true;
+    h = memo_.get(idx);
+    return h != 0;
+  };
+  auto memoize = [&](uint32_t handle) {
+    if (nputs == 8 || used_put_) return false;
+    puts[nputs++] = {count++, handle};
+    return true;
+  };
+  auto atom = [&](const Slot& s) -> uint32_t {
+    if (atoms_.size() > Memo::kPayload) bail();
+    atoms_.push_back(s);
+    return Memo::kAtom | uint32_t(atoms_.size() - 1);
+  };
+  skip_frame_ops(q);
+  if (q < end_ && *q == 0x94) {  // the dict's own MEMOIZE
+    if (used_put_) return false;
+    ++count;
+    ++q;
+  }
+  skip_frame_ops(q);
+  if (q >= end_ || *q != '(') return false;
+  ++q;
+  Slot f[F_ev_N];
+  uint32_t seen = 0;
+  auto get_slot = [&](uint32_t h, Slot& out) {
+    switch (h & ~Memo::kPayload) {
+      case Memo::kAtom: out = atoms_[h & Memo::kPayload]; return true;
+      case Memo::kStack: out.tag = kStack; out.a = h & Memo::kPayload; return true;
+      default: return false;
+    }
+  };
+  for (;;) {
+    skip_frame_ops(q);
+    if (end_ - q < 16) return false;
+    uint8_t c = *q++;
+    if (c == 'u') break;
+    // key
+    Slot key;
+    uint32_t h;
+    if (c == 'h') {
+      if (!lookup(*q++, h) || !get_slot(h, key)) return false;
+    } else if (c == 'j') {
+      uint32_t idx;
+      std::memcpy(&idx, q, 4);
+      q += 4;
+      if (!lookup(idx, h) || !get_slot(h, key)) return false;
+    } else if (c == 0x8c) {
+      uint8_t n = *q++;
+      if (uint64_t(end_ - q) < uint64_t(n) + 16) return false;
+      key = str_slot(q, n);
+      q += n;
+      if (*q == 0x94) {
+        if (!memoize(atom(key))) return false;
+        ++q;
+      }
+    } else {
+      return false;
+    }
+    if (key.tag != kStr) return false;
+    // value
+    skip_frame_ops(q);
+    if (end_ - q < 16) return false;
+    Slot v;
+    c = *q++;
+    switch (c) {
+      case 'h':
+        if (!lookup(*q++, h) || !get_slot(h, v)) return false;
+        break;
+      case 'j': {
+        uint32_t idx;
+        std::memcpy(&idx, q, 4);
+        q += 4;
+        if (!lookup(idx, h) || !get_slot(h, v)) return false;
+        break;
+      }
+      case 'K': v = int_slot(*q++); break;
+      case 'M': {
+        uint16_t x;
+        std::memcpy(&x, q, 2);
+        q += 2;
+        v = int_slot(x);
+        break;
+      }
+      case 'J': {
+        int32_t x;
+        std::memcpy(&x, q, 4);
+        q += 4;
+        v = int_slot(x);
+        break;
+      }
+      case 0x8a: {
+        uint8_t n = *q++;
+        if (uint64_t(end_ - q) < uint64_t(n) + 16) return false;
+        v = long_slot(q, n);
+        q += n;
+        break;
+      }
+      case 'N': v.tag = kNone; break;
+      case 0x88: v.tag = kBool; v.b = 1; break;
+      case 0x89: v.tag = kBool; v.b = 0; break;
+      case 0x8c: {
+        uint8_t n = *q++;
+        if (uint64_t(end_ - q) < uint64_t(n) + 16) return false;
+        v = str_slot(q, n);
+        q += n;
+        if (*q == 0x94) {
+          if (!memoize(atom(v))) return false;
+          ++q;
+        }
+        break;
+      }
+      case ']': {  // a frames list written in place
+        if (key.sym != Y_frames) return false;
+        bool memoized = false;
+        uint64_t list_idx = 0;
+        if (*q == 0x94) {
+          memoized = true;
+          list_idx = count;
+          if (nputs == 8 || used_put_) return false;
+          ++count;
+          ++q;
+        }
+        uint32_t stack = 0;
+        if (*q == '(') {
+          // reuse the span path: it needs p_ and an open frames list, so decode directly
+          const uint8_t* a = q + 1;
+          const uint8_t* e = a;
+          for (;;) {
+            ptrdiff_t left = end_ - e;
+            if (left >= 5 && *e == 'j') e += 5;
+            else if (left >= 2 && *e == 'h') e += 2;
+            else break;
+          }
+          if (e >= end_ || *e != 'e') return false;
+          uint64_t len = uint64_t(e - a);
+          if (len > 0) {
+            uint64_t hh = util::hash_bytes(a, len, seed_);
+            size_t mask = span_index_.size() - 1;
+            bool found = false;
+            for (size_t i = hh & mask; span_index_[i] != kNone32; i = (i + 1) & mask) {
+              const Span& s = spans_[span_index_[i]];
+              if (s.hash == hh && s.len == len && s.epoch == epoch_ && std::memcmp(begin_ + s.offset, a, len) == 0) {
+                stack = s.stack;
+                found = true;
+                break;
+              }
+            }
+            if (!found) return false;  // first sight: the general path decodes and remembers it
+          }
+          q = e + 1;
+        } else if (*q == 'h' || *q == 'j') {
+          uint32_t idx;
+          const uint8_t* r = q;
+          if (*r == 'h') {
+            idx = r[1];
+            r += 2;
+          } else {
+            std::memcpy(&idx, r + 1, 4);
+            r += 5;
+          }
+          if (*r != 'a' || !lookup(idx, h) || (h & ~Memo::kPayload) != Memo::kFrame) return false;
+          FrameId one{h & Memo::kPayload};
+          stack = pstacks_.intern(std::span<const FrameId>(&one, 1)).v;
+          q = r + 1;
+        }
+        if (memoized) puts[nputs++] = {list_idx, Memo::kStack | stack};
+        v.tag = kStack;
+        v.a = stack;
+        break;
+      }
+      default: return false;
+    }
+    int fld = field_of(R_event, key.sym);
+    if (fld == kNoField) continue;
+    if (seen & (1u << fld)) return false;
+    seen |= 1u << fld;
+    f[fld] = v;
+  }
+  TraceEvent e = make_event(f, seen);
+  // Commit: memo writes, the staged event in place of the open dict.
+  if (nputs || count != memo_count_) used_memoize_ = true;
+  for (int k = 0; k < nputs; ++k)
+    if (memo_.put(puts[k].idx, puts[k].handle)) ++epoch_;
+  memo_count_ = count;
+  staged_.push_back(Staged{e, parent_rec});
+  ++live_staged_;
+  fields_.resize(opens_.back().fields);
+  opens_.pop_back();
+  Slot s;
+  s.tag = kEvent;
+  s.a = static_cast<uint32_t>(staged_.size() - 1);
+  stack_.back() = s;
+  p_ = q;
+  return true;
+}
+
+// Everything the fast path holds, against the run's memory bound (every MiB of input).
+void FastBuilder::account() {
+  next_account_ = off(p_) + (uint64_t{1} << 20);
+  ticker_.at(off(p_));
+  if (!budget_) return;
+  uint64_t parse = (stack_.capacity() + fields_.capacity() + atoms_.capacity()) * sizeof(Slot) +
+                   opens_.capacity() * sizeof(Open) + memo_.bytes() + spans_.capacity() * sizeof(Span) +
+                   span_index_.capacity() * 4 + pending_blocks_.capacity() * sizeof(PendingBlock) +
+                   staged_.capacity() * sizeof(Staged) + pstrings_.memory_bytes() + pframes_.memory_bytes() +
+                   pstacks_.memory_bytes();
+  uint64_t model = 0;
+  for (const auto& [i, d] : devices_) model += d.memory_bytes();
+  budget_->set(util::Account::Parse, parse);
+  budget_->set(util::Account::Model, model);
+}
+
+// ---- the opcode loop ------------------------------------------------------------------------
+
+FastResult FastBuilder::run() {
+  for (;;) {
+    if (p_ >= end_) bail();
+    if (off(p_) >= next_account_) [[unlikely]]
+      account();
+    uint8_t c = *p_++;
+    switch (c) {
+      case 0x80: {  // PROTO
+        uint8_t v = rd<uint8_t>();
+        if (v > 5) bail();
+        protocol_ = v;
+        break;
+      }
+      case 0x95: {  // FRAME: a buffering hint
+        uint64_t n = rd<uint64_t>();
+        if (n > uint64_t(end_ - p_)) bail();
+        break;
+      }
+      case '.': {  // STOP
+        Slot root = pop();
+        if (root.tag != kOpen || root.a != 0 || opens_.size() != 1) bail();
+        snap_.form = opens_[0].role == R_top ? Form::Dict : Form::List;
+        finish(0);
+        opens_.clear();
+        FastResult out;
+        out.protocol = protocol_;
+        out.snapshot = renumber();
+        return out;
+      }
+      case '(': {  // MARK
+        if (!stack_.empty() && stack_.back().tag == kOpen && opens_[stack_.back().a].role == R_frames &&
+            opens_[stack_.back().a].kind == C_list && try_frames_span(stack_.back().a))
+          break;
+        if (marks_.size() >= 64) bail();
+        marks_.push_back(static_cast<uint32_t>(stack_.size()));
+        break;
+      }
+      case '}': {  // EMPTY_DICT
+        open_container(C_dict);
+        const Open& o = opens_.back();
+        if (o.role == R_event) try_event(o.parent);
+        break;
+      }
+      case ']': open_container(C_list); break;
+      case ')': make_tuple(nullptr, 0); break;
+      case 0x85:
+      case 0x86:
+      case 0x87: {
+        size_t n = size_t(c - 0x85 + 1);
+        if (stack_.size() < fence() + n) bail();
+        make_tuple(stack_.data() + stack_.size() - n, n);
+        break;
+      }
+      case 't': {  // TUPLE
+        if (marks_.empty()) bail();
+        size_t m = marks_.back();
+        marks_.pop_back();
+        make_tuple(stack_.data() + m, stack_.size() - m);
+        break;
+      }
+      case 'a': {  // APPEND
+        Slot x = pop();
+        if (stack_.size() <= fence() || stack_.back().tag != kOpen || opens_[stack_.back().a].kind != C_list) bail();
+        consume(stack_.back().a, &x, 1);
+        break;
+      }
+      case 'e': {  // APPENDS
+        if (marks_.empty()) bail();
+        size_t m = marks_.back();
+        marks_.pop_back();
+        if (m == 0 || m - 1 < fence() || stack_[m - 1].tag != kOpen || opens_[stack_[m - 1].a].kind != C_list) bail();
+        consume(stack_[m - 1].a, stack_.data() + m, stack_.size() - m);
+        stack_.resize(m);
+        break;
+      }
+      case 's': {  // SETITEM
+        if (stack_.size() < fence() + 3) bail();
+        Slot pair[2] = {stack_[stack_.size() - 2], stack_[stack_.size() - 1]};
+        stack_.resize(stack_.size() - 2);
+        if (stack_.back().tag != kOpen || opens_[stack_.back().a].kind != C_dict) bail();
+        consume(stack_.back().a, pair, 2);
+        break;
+      }
+      case 'u': {  // SETITEMS
+        if (marks_.empty()) bail();
+        size_t m = marks_.back();
+        marks_.pop_back();
+        if (m == 0 || m - 1 < fence() || stack_[m - 1].tag != kOpen || opens_[stack_[m - 1].a].kind != C_dict) bail();
+        consume(stack_[m - 1].a, stack_.data() + m, stack_.size() - m);
+        stack_.resize(m);
+        break;
+      }
+      case 0x94: {  // MEMOIZE
+        note_memoize();
+        if (stack_.size() <= fence()) bail();
+        memo_put(memo_count_, stack_.back());
+        ++memo_count_;
+        break;
+      }
+      case 'q': {
+        note_put();
+        uint8_t i = rd<uint8_t>();
+        if (stack_.size() <= fence()) bail();
+        memo_put(i, stack_.back());
+        break;
+      }
+      case 'r': {
+        note_put();
+        uint32_t i = rd<uint32_t>();
+        if (stack_.size() <= fence()) bail();
+        memo_put(i, stack_.back());
+        break;
+      }
+      case 'h': push(memo_get(rd<uint8_t>())); break;
+      case 'j': push(memo_get(rd<uint32_t>())); break;
+      case 'N': push(Slot{}); break;
+      case 0x88: {
+        Slot s;
+        s.tag = kBool;
+        s.b = 1;
+        push(s);
+        break;
+      }
+      case 0x89: {
+        Slot s;
+        s.tag = kBool;
+        push(s);
+        break;
+      }
+      case 'K': push(int_slot(rd<uint8_t>())); break;
+      case 'M': push(int_slot(rd<uint16_t>())); break;
+      case 'J': push(int_slot(rd<int32_t>())); break;
+      case 0x8a: {  // LONG1
+        uint8_t n = rd<uint8_t>();
+        need(n);
+        push(long_slot(p_, n));
+        p_ += n;
+        break;
+      }
+      case 0x8b: {  // LONG4
+        int32_t n = rd<int32_t>();
+        if (n < 0) bail();
+        need(uint64_t(n));
+        push(long_slot(p_, size_t(n)));
+        p_ += n;
+        break;
+      }
+      case 'G': {  // BINFLOAT
+        uint64_t be = rd<uint64_t>();
+        Slot s;
+        s.tag = kFloat;
+        s.b = __builtin_bswap64(be);
+        push(s);
+        break;
+      }
+      case 0x8c: {
+        uint64_t n = rd<uint8_t>();
+        need(n);
+        push(str_slot(p_, n));
+        p_ += n;
+        break;
+      }
+      case 'X': {
+        uint64_t n = rd<uint32_t>();
+        need(n);
+        push(str_slot(p_, n));
+        p_ += n;
+        break;
+      }
+      case 0x8d: {
+        uint64_t n = rd<uint64_t>();
+        need(n);
+        push(str_slot(p_, n));
+        p_ += n;
+        break;
+      }
+      case 'C':
+      case 'B':
+      case 0x8e:
+      case 0x96: {
+        uint64_t n = c == 'C' ? rd<uint8_t>() : c == 'B' ? rd<uint32_t>() : rd<uint64_t>();
+        need(n);
+        p_ += n;
+        Slot s;
+        s.tag = kOther;
+        push(s);
+        break;
+      }
+      default: bail();  // text opcodes, POP, DUP, sets, and everything that imports or calls
+    }
+  }
+}
+
+// ---- ids in the generic builder's order ----------------------------------------------------
+
+Snapshot FastBuilder::renumber() {
+  Snapshot& out = snap_;
+  std::vector<uint32_t> smap(pstrings_.size(), kNone32), fmap(pframes_.size(), kNone32),
+      kmap(pstacks_.size(), kNone32);
+  smap[0] = 0;
+  kmap[0] = 0;
+  auto map_str = [&](StrId s) {
+    if (smap[s.v] == kNone32) smap[s.v] = out.strings.intern(pstrings_[s]).v;
+    return StrId{smap[s.v]};
+  };
+  std::vector<FrameId> frames;
+  auto map_stack = [&](uint32_t s) {
+    if (kmap[s] != kNone32) return kmap[s];
+    frames.clear();
+    for (FrameId f : pstacks_[StackId{s}]) {
+      if (fmap[f.v] == kNone32) {
+        const Frame& pf = pframes_[f];
+        Frame nf;
+        nf.filename = map_str(pf.filename);
+        nf.name = map_str(pf.name);
+        nf.line = pf.line;
+        fmap[f.v] = out.frames.intern(nf).v;
+      }
+      frames.push_back(FrameId{fmap[f.v]});
+    }
+    kmap[s] = out.stacks.intern(frames).v;
+    return kmap[s];
+  };
+  // 1. device traces, in device order (the position in device_traces is the device index)
+  for (auto& [index, d] : devices_) d.trace.remap_stacks([&](uint32_t s) { return map_stack(s); });
+  // 2. annotations
+  for (Annotation& a : out.annotations) {
+    if (a.name.v) a.name = map_str(a.name);
+    if (a.stage.v) a.stage = map_str(a.stage);
+  }
+  // 3. segments in file order: each segment's stack, then its blocks'
+  std::sort(segment_order_.begin(), segment_order_.end());
+  for (auto& [file_index, where] : segment_order_) {
+    Device& d = devices_.at(where.first);
+    Segment& s = d.segments[where.second];
+    s.stack = StackId{map_stack(s.stack.v)};
+    for (uint32_t i = s.first_block; i < s.first_block + s.block_count; ++i)
+      d.blocks[i].stack = StackId{map_stack(d.blocks[i].stack.v)};
+  }
+  out.devices.reserve(devices_.size());
+  for (auto& [index, d] : devices_) out.devices.push_back(std::move(d));
+  for (std::string& w : validate(out)) out.warnings.push_back(std::move(w));
+  if (budget_) {
+    uint64_t bytes = out.tables_bytes();
+    for (const Device& d : out.devices) bytes += d.memory_bytes();
+    budget_->set(util::Account::Model, bytes);
+  }
+  return std::move(out);
+}
+
+}  // namespace
+
+std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget,
+                                     const ProgressFn* progress) {
+  try {
+    FastBuilder b(input, budget, progress);
+    return b.run();
+  } catch (const Bail& b) {
+    // MEMSNAP_FAST_DEBUG=1 says where the fast path gave up (for profiling real files).
+    if (const char* d = std::getenv("MEMSNAP_FAST_DEBUG"); d && *d == '1')
+      std::fprintf(stderr, "memsnap: fast path: generic path used (fast_build.cpp:%d)\n", b.line);
+    return std::nullopt;
+  }
+}
+
+}  // namespace memsnap::snapshot::detail

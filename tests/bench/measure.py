@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Runs the benchmark commands alternately on each input and prints the table for run.sh.
+
+CPU time is user + sys of the finished child (os.wait4), the median of RUNS alternating
+runs. Peak anonymous memory is the largest RssAnon read from /proc/PID/status, polled
+every millisecond while the command runs (RssAnon counts heap and anonymous mappings,
+not the read-only mapped input, which is page cache); VmHWM would include the mapped
+file. Usage: measure.py MEMSNAP OPWALK RUNS FILE[:label] ...
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def run(cmd, stdin_path=None):
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    status = "/proc/%d/status" % p.pid
+    while True:
+        try:
+            with open(status) as f:
+                for line in f:
+                    if line.startswith("RssAnon:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+                        break
+        except OSError:
+            pass
+        pid, rc, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        time.sleep(0.001)
+    wall = time.monotonic() - t0
+    err = p.stderr.read().decode(errors="replace")
+    if stdin_path:
+        stdin.close()
+    if rc != 0:
+        raise SystemExit("%s failed (%d): %s" % (" ".join(cmd), rc, err[-300:]))
+    return ru.ru_utime + ru.ru_stime, wall, peak
+
+
+def main():
+    memsnap, opwalk, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    rows = []
+    for arg in sys.argv[4:]:
+        path, _, label = arg.partition(":")
+        size = os.path.getsize(path)
+        zst = path + ".zst" if os.path.exists(path + ".zst") else None
+        cmds = {
+            "plain": ([memsnap, "analyze", "--format", "json", path], None),
+            "stdin": ([memsnap, "analyze", "--format", "json", "-"], path),
+            "python": ([sys.executable, "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", path], None),
+            "walk": ([opwalk, path], None),
+        }
+        if zst:
+            cmds["zst"] = ([memsnap, "analyze", "--format", "json", zst], None)
+        res = {k: [] for k in cmds}
+        for _ in range(runs):
+            for k, (cmd, stdin) in cmds.items():  # alternate: each round runs every command once
+                res[k].append(run(cmd, stdin))
+        med = {k: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v),
+                   statistics.median(r[2] for r in v)) for k, v in res.items()}
+        rows.append((label or os.path.basename(path), size, med))
+    print("| input | size | memsnap CPU | wall | MB/s (CPU) | peak anon | x file | .zst CPU | stdin CPU "
+          "| opcode walk | Python pickle.load | Python / memsnap |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, size, m in rows:
+        cpu, wall, anon = m["plain"]
+        zst = "%.2f s (%.2fx)" % (m["zst"][0], m["zst"][0] / cpu) if "zst" in m else "-"
+        print("| %s | %.0f MB | %.3f s | %.3f s | %.0f | %.0f MiB | %.2f | %s | %.2f s | %.3f s | %.2f s | %.1fx |" % (
+            label, size / 1e6, cpu, wall, size / 1e6 / cpu, anon / 2**20, anon / size, zst, m["stdin"][0],
+            m["walk"][0], m["python"][0], m["python"][0] / cpu))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+// The schema-directed fast path builds exactly the model the generic path builds (ids,
+// tables and order included) on every fixture and real file, and gives way to the
+// generic path on every form it does not handle.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../../src/snapshot/fast_build.hpp"
+#include "memsnap/io/byte_source.hpp"
+#include "memsnap/pickle/unpickler.hpp"
+#include "memsnap/snapshot/builder.hpp"
+#include "memsnap/util/error.hpp"
+#include "support/testdata.hpp"
+
+using namespace memsnap;
+using namespace memsnap::snapshot;
+
+namespace {
+
+void check_same(const Snapshot& a, const Snapshot& b) {
+  CHECK(a.form == b.form);
+  CHECK(a.legacy_history == b.legacy_history);
+  CHECK(a.warnings == b.warnings);
+  REQUIRE(a.strings.size() == b.strings.size());
+  for (uint32_t i = 0; i < a.strings.size(); ++i) CHECK(a.strings[StrId{i}] == b.strings[StrId{i}]);
+  REQUIRE(a.frames.size() == b.frames.size());
+  for (uint32_t i = 0; i < a.frames.size(); ++i) {
+    const Frame &x = a.frames[FrameId{i}], &y = b.frames[FrameId{i}];
+    CHECK((x.filename == y.filename && x.name == y.name && x.line == y.line));
+  }
+  REQUIRE(a.stacks.size() == b.stacks.size());
+  for (uint32_t i = 0; i < a.stacks.size(); ++i) {
+    auto x = a.stacks[StackId{i}], y = b.stacks[StackId{i}];
+    CHECK(std::vector<FrameId>(x.begin(), x.end()) == std::vector<FrameId>(y.begin(), y.end()));
+  }
+  const AllocatorSettings &s = a.settings, &t = b.settings;
+  CHECK((s.present == t.present && s.alloc_conf == t.alloc_conf && s.max_split_size == t.max_split_size &&
+         s.garbage_collection_threshold == t.garbage_collection_threshold &&
+         s.expandable_segments == t.expandable_segments && s.roundup_power2_divisions == t.roundup_power2_divisions &&
+         s.trace_alloc_overflowed == t.trace_alloc_overflowed && s.trace_alloc_max_entries == t.trace_alloc_max_entries));
+  REQUIRE(a.annotations.size() == b.annotations.size());
+  for (size_t i = 0; i < a.annotations.size(); ++i) {
+    const Annotation &x = a.annotations[i], &y = b.annotations[i];
+    CHECK((x.device == y.device && x.time_us == y.time_us && x.name == y.name && x.stage == y.stage));
+  }
+  REQUIRE(a.devices.size() == b.devices.size());
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    const Device &x = a.devices[d], &y = b.devices[d];
+    CHECK(x.index == y.index);
+    REQUIRE(x.segments.size() == y.segments.size());
+    for (size_t i = 0; i < x.segments.size(); ++i) {
+      const Segment &u = x.segments[i], &v = y.segments[i];
+      CHECK((u.address == v.address && u.total_size == v.total_size && u.stream == v.stream && u.pool == v.pool &&
+             u.pool_id[0] == v.pool_id[0] && u.pool_id[1] == v.pool_id[1] && u.expandable == v.expandable &&
+             u.stack == v.stack && u.file_index == v.file_index && u.first_block == v.first_block &&
+             u.block_count == v.block_count && u.stated_allocated == v.stated_allocated &&
+             u.stated_active == v.stated_active && u.stated_requested == v.stated_requested));
+    }
+    REQUIRE(x.blocks.size() == y.blocks.size());
+    for (size_t i = 0; i < x.blocks.size(); ++i) {
+      const Block &u = x.blocks[i], &v = y.blocks[i];
+      CHECK((u.address == v.address && u.size == v.size && u.requested_size == v.requested_size &&
+             u.stack == v.stack && u.state == v.state && u.address_derived == v.address_derived &&
+             u.requested_known == v.requested_known));
+    }
+    REQUIRE(x.trace.size() == y.trace.size());
+    size_t bad = 0;
+    for (size_t i = 0; i < x.trace.size(); ++i) {
+      TraceEvent u = x.trace[i], v = y.trace[i];
+      if (!(u.addr == v.addr && u.size == v.size && u.stream == v.stream && u.time_us == v.time_us &&
+            u.stack == v.stack && u.action == v.action))
+        ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+// Returns whether the fast path took the file.
+bool compare_paths(const std::vector<uint8_t>& raw) {
+  io::ByteSource src = io::ByteSource::from_bytes(raw);
+  if (src.encoding() != io::Encoding::Pickle) return false;
+  auto fast = detail::fast_build(src.data());
+  Snapshot generic;
+  pickle::PickleInfo info;
+  try {
+    pickle::ValueGraph g = pickle::unpickle(src.data(), &info);
+    BuildOptions bo;
+    bo.input_bytes = src.data().size();
+    generic = build_snapshot(g, bo);
+  } catch (const InputError&) {
+    CHECK_MESSAGE(!fast, "the fast path accepted an input the generic path refuses");
+    return false;
+  }
+  if (!fast) return false;
+  CHECK(fast->protocol == info.protocol);
+  check_same(fast->snapshot, generic);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("fast path: the same model as the generic path on every snapgen fixture") {
+  size_t fast = 0, files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
+    std::string name = entry.path().filename().string();
+    if (name.find(".pickle") == std::string::npos) continue;
+    CAPTURE(name);
+    ++files;
+    bool took = compare_paths(test::read_bytes(entry.path()));
+    fast += took;
+    // Everything but protocol 0 (text opcodes) and the 1.13/2.0 history form takes the fast path.
+    if (name.find("proto0") == std::string::npos && name.find("legacy") == std::string::npos) CHECK(took);
+  }
+  CHECK(files >= 20);
+  CHECK(fast >= files - 2);
+}
+
+TEST_CASE("fast path: the same model as the generic path on every real file") {
+  size_t fast = 0;
+  size_t files = test::each_realdata([&](const std::filesystem::path& p) { fast += compare_paths(test::read_bytes(p)); });
+  if (files) CHECK(fast * 10 >= files * 8);  // legacy history files take the generic path
+}
+
+TEST_CASE("fast path: mutated fixtures give the generic path's model or give way") {
+  // Byte mutations of a real-shaped file: whatever the fast path accepts must match.
+  auto base = test::read_bytes(test::testdata("snapgen/leak.pickle"));
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int round = 0; round < 300; ++round) {
+    auto m = base;
+    for (int k = 0; k < 3; ++k) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      size_t at = 2 + size_t(x % (m.size() - 2));
+      m[at] = uint8_t(x >> 40);
+    }
+    CAPTURE(round);
+    compare_paths(m);
+  }
+}
