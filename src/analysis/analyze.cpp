@@ -2,6 +2,9 @@
 #include "memsnap/analysis/analyze.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/units.hpp"
@@ -114,6 +117,41 @@ struct Analyzer {
   }
 };
 
+namespace {
+
+// Devices are independent (the context is read-only), so each one's analysis
+// runs on its own core; results keep the snapshot's device order.
+std::vector<DeviceAnalysis> analyze_devices(const Context& ctx, const std::vector<const snapshot::Device*>& chosen,
+                                            const AnalyzeOptions& o) {
+  std::vector<DeviceAnalysis> out(chosen.size());
+  unsigned workers = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  workers = static_cast<unsigned>(std::min<size_t>(workers, chosen.size()));
+  if (workers <= 1) {
+    for (size_t k = 0; k < chosen.size(); ++k) out[k] = Analyzer::device(ctx, *chosen[k], o);
+    return out;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::exception_ptr> errors(chosen.size());
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < chosen.size();) {
+      try {
+        out[k] = Analyzer::device(ctx, *chosen[k], o);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);  // the first device's error, as a serial run would report
+  return out;
+}
+
+}  // namespace
+
 AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& o) {
   const auto& snap = ctx.snap;
   if (o.device && !snap.device(*o.device))
@@ -125,10 +163,13 @@ AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& o) {
         if (!result.time_origin_us || e.time_us < *result.time_origin_us) result.time_origin_us = e.time_us;
         break;
       }
-  for (const auto& d : snap.devices) {
-    if (o.device && d.index != *o.device) continue;
-    result.devices.push_back(Analyzer::device(ctx, d, o));
-    for (const auto& c : result.devices.back().accounting.clamped)
+  std::vector<const snapshot::Device*> chosen;
+  for (const auto& d : snap.devices)
+    if (!o.device || d.index == *o.device) chosen.push_back(&d);
+  result.devices = analyze_devices(ctx, chosen, o);
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    const auto& d = *chosen[k];
+    for (const auto& c : result.devices[k].accounting.clamped)
       result.warnings.push_back("device " + std::to_string(d.index) + ": block at " + hex(c.address) +
                                 " requests " + with_commas(c.stated_requested) + " bytes, more than its size " +
                                 with_commas(c.size) + ": counted as " + with_commas(c.size));

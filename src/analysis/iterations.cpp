@@ -450,20 +450,24 @@ bool judge_repeat(const Context& ctx, const std::vector<Alloc>& allocs, const Re
 }  // namespace
 
 std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<uint32_t>& events) {
-  // Changes to allocated bytes at each event, from the ranges; then one merge walk.
-  std::vector<std::pair<uint32_t, int64_t>> changes;
+  // Each range's changes to allocated bytes land in the bucket of the first
+  // boundary after them (a binary search over the sorted boundaries), then one
+  // prefix sum: O(ranges log boundaries), no sort of the whole trace.
+  std::vector<int64_t> bucket(events.size() + 1, 0);
+  auto add = [&](uint32_t at, int64_t delta) {
+    size_t k = static_cast<size_t>(std::upper_bound(events.begin(), events.end(), at) - events.begin());
+    bucket[k] += delta;
+  };
   for (const LiveRange& r : replay.ranges()) {
     if (r.pending_at_start) continue;
-    if (r.begin != kWindowStart) changes.emplace_back(r.begin, static_cast<int64_t>(r.size));
-    if (r.freed != kNever) changes.emplace_back(r.freed, -static_cast<int64_t>(r.size));
+    if (r.begin != kWindowStart) add(r.begin, static_cast<int64_t>(r.size));
+    if (r.freed != kNever) add(r.freed, -static_cast<int64_t>(r.size));
   }
-  std::sort(changes.begin(), changes.end(), [](auto& a, auto& b) { return a.first < b.first; });
   std::vector<uint64_t> out;
   out.reserve(events.size());
   uint64_t level = replay.start_totals().allocated;
-  size_t c = 0;
-  for (uint32_t e : events) {
-    while (c < changes.size() && changes[c].first < e) level += static_cast<uint64_t>(changes[c++].second);
+  for (size_t k = 0; k < events.size(); ++k) {
+    level += static_cast<uint64_t>(bucket[k]);  // two's complement: a net decrease wraps back
     out.push_back(level);
   }
   return out;

@@ -322,6 +322,10 @@ void Replay::sweep(const ReplayOptions& options) {
   s.segs = start_segments_;
   for (const auto& [addr, seg] : s.segs) s.t.reserved += seg.end - addr;
   start_totals_ = s.t;
+  // One allocation for every range the window adds: no regrowth copies, no refaults.
+  size_t allocs = 0;
+  for (Action a : trace.actions()) allocs += a == Action::Alloc;
+  ranges_.reserve(ranges_.size() + allocs);
   if (options.record_series) {
     series_allocated_.reserve(n);
     series_active_.reserve(n);

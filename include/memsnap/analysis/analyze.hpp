@@ -39,6 +39,7 @@ struct AnalyzeOptions {
   size_t top_sites = 10;
   std::optional<TimelineOptions> timeline;  // build a timeline per device
   FindingThresholds thresholds;
+  unsigned threads = 0;  // devices analysed at once: 0 = one per core, 1 = in this thread
 };
 
 /// Where the described state was taken when it is not the dump (--at).

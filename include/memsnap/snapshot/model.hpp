@@ -226,6 +226,8 @@ class Trace {
     e.action = action_[i];
     return e;
   }
+  /// The action column alone (cheap: one byte an event).
+  std::span<const Action> actions() const { return {action_.data(), action_.size()}; }
   TraceEvent front() const { return (*this)[0]; }
   TraceEvent back() const { return (*this)[size() - 1]; }
   Iterator begin() const { return Iterator(this, 0); }
