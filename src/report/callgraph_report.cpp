@@ -112,11 +112,13 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
       name = (several ? "*" : "") + detail::fit_frame(g.frames[v.frame], room - (several ? 1 : 0));
     }
     // A name that cannot be shortened further (one long identifier) takes room from
-    // the guides, and beyond the name column runs past the line rather than be cut;
-    // only a name longer than any identifier people write (kMaxName) is cut.
+    // the guides; what still does not fit is cut with an ellipsis, so every line fits
+    // the terminal (the JSON and DOT outputs keep the whole name).
     if (detail::text_width(name) > kMaxName) name = detail::printable(name, kMaxName);
     if (detail::text_width(name) > room)
       lead = clip_guide(it.guide + it.mark, w > kCols + detail::text_width(name) ? w - kCols - detail::text_width(name) : 0);
+    if (kCols + detail::text_width(lead) + detail::text_width(name) > w && w > kCols + detail::text_width(lead) + 8)
+      name = detail::printable(name, w - kCols - detail::text_width(lead));
     out << columns(v, whole) << lead << name << '\n';
 
     std::vector<uint32_t> shown;

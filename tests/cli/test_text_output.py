@@ -24,7 +24,7 @@ env = {"COLUMNS": "80"}
 for f in files:
     name = os.path.basename(f)
     for args in (["analyze", f], ["segments", f], ["events", "--around", "peak", "--stacks", f],
-                 ["diff", f, f]):
+                 ["diff", f, f], ["callgraph", f]):
         rc, out, err = run(args, env)
         check("%s %s exit" % (args[0], name), rc == 0, "%d %r" % (rc, err[:300]))
         wide = [l for l in out.splitlines() if len(l) > 80]
