@@ -77,6 +77,7 @@ void add_events(CLI::App& app);
 void add_flame(CLI::App& app);
 void add_callgraph(CLI::App& app);
 void add_export(CLI::App& app);
+void add_check(CLI::App& app);
 /// The hidden `completions bash|zsh`: shell completion generated from `app` itself.
 void add_completions(CLI::App& app);
 
