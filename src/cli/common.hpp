@@ -78,6 +78,7 @@ void add_flame(CLI::App& app);
 void add_callgraph(CLI::App& app);
 void add_export(CLI::App& app);
 void add_check(CLI::App& app);
+void add_merge(CLI::App& app);
 /// The hidden `completions bash|zsh`: shell completion generated from `app` itself.
 void add_completions(CLI::App& app);
 
