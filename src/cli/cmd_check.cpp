@@ -238,8 +238,9 @@ void add_check(CLI::App& app) {
   add_jobs_option(*cmd, args->jobs);
   add_common_options(*cmd, args->common);
   cmd->footer(
-      "Exit status: 0 every check passed; 1 a check failed; 2 a usage error, or a file could not be read (the "
-      "others are still checked and reported, and an unreadable file outranks a failed check).");
+      "Exit status: 0 every check passed; 1 a check failed; 2 a usage error, or a file\n"
+      "could not be read (the others are still checked and reported; an unreadable file\n"
+      "outranks a failed check).");
   cmd->callback([args, cmd] {
     Limits limits = limits_of(*args, *cmd);
     if (!limits.any())

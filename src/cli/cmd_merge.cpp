@@ -43,7 +43,7 @@ std::string json_message(const std::string& what) {
 void add_merge(CLI::App& app) {
   auto args = std::make_shared<MergeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "merge", "One fleet summary from analyze --format json outputs (of one file, many files, or merges)");
+      "merge", "One fleet summary from analyze --format json outputs (or earlier merges)");
   cmd->add_option("FILE", args->files, "analyze --format json or merge --format json outputs (- for stdin, once)")
       ->required();
   cmd->add_option("--format", args->common.format, "Output format: text (default) or json (which merge reads back)")
@@ -52,8 +52,8 @@ void add_merge(CLI::App& app) {
       ->option_text("text|json");
   cmd->add_flag("--no-color", args->common.no_color, "Never colour the text output (NO_COLOR is honoured too)");
   cmd->footer(
-      "Rows are sorted by file name and every figure of the fleet object is computed from them, so merging is "
-      "associative and does not depend on the order of the inputs.");
+      "Rows are sorted by file name and every figure of the fleet object is computed\n"
+      "from them, so merging is associative and does not depend on the input order.");
   cmd->callback([args] {
     if (std::count(args->files.begin(), args->files.end(), std::string("-")) > 1)
       throw Failure("- (stdin) can be given once", kBadInput);
