@@ -1,5 +1,5 @@
 # Generates a fleet of small snapshots with ../shared/snapgen (in this process: no interpreter per file).
-# Used by test_fleet.py and tests/bench/fleet.sh:  python3 fleet_gen.py DIR [COUNT] [--scale N]
+# Used by test_fleet.py:  python3 fleet_gen.py DIR [COUNT]
 import contextlib
 import importlib.util
 import io
@@ -19,7 +19,7 @@ def load_snapgen():
     return mod
 
 
-def generate(directory, count=64, scale=1):
+def generate(directory, count=64):
     """Writes rankNN.pickle and rankNN.truth.json for NN < count; returns the pickle paths in rank order."""
     sg = load_snapgen()
     if sg is None:
@@ -28,9 +28,8 @@ def generate(directory, count=64, scale=1):
     for i in range(count):
         path = os.path.join(directory, "rank%02d.pickle" % i)
         width = 1024 if i == OUTLIER else 64  # peak about 3x the others'
-        argv = ["snapgen", "--scenario", "train", "--seed", str(i + 1), "--steps", str(2 + i % 3 * scale),
-                "--layers", str(1 + scale // 2), "--width", str(width * scale), "--batch", "1", "--seq", "16",
-                "-o", path]
+        argv = ["snapgen", "--scenario", "train", "--seed", str(i + 1), "--steps", str(2 + i % 3),
+                "--layers", "1", "--width", str(width), "--batch", "1", "--seq", "16", "-o", path]
         old = sys.argv
         sys.argv = argv
         try:
@@ -43,10 +42,6 @@ def generate(directory, count=64, scale=1):
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    scale = int(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1
-    if "--scale" in sys.argv:
-        args.remove(str(scale))
-    out = generate(args[0], int(args[1]) if len(args) > 1 else 64, scale)
+    out = generate(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 64)
     if out is None:
         sys.exit("snapgen not found at " + SNAPGEN)
