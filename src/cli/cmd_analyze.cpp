@@ -79,7 +79,8 @@ void analyze_many(const AnalyzeArgs& args, const analysis::AnalyzeOptions& optio
   report::TextStyle style = text_style(args.common);
   std::vector<FileAnalysis> results(args.files.size());
   report::Fleet fleet;
-  std::vector<size_t> read;  // argument indices of the files analysed
+  std::vector<size_t> read;    // argument indices of the files analysed
+  std::optional<size_t> worst;  // an OOM first, then the highest peak; the first such in argument order
   run_ordered(
       args.files.size(), effective_jobs(args.jobs),
       [&](size_t i) { results[i] = analyze_file(args.files[i], args, options, style); },
@@ -95,19 +96,20 @@ void analyze_many(const AnalyzeArgs& args, const analysis::AnalyzeOptions& optio
         if (args.common.format == Format::Json) fleet.files.push_back(std::move(fa.doc));
         fa.doc = nullptr;
         read.push_back(i);
+        // Without --all only the worst file's report is printed: keep that one text alone.
+        if (!worst || std::pair(fa.row.oom_events > 0, fa.row.peak_or_allocated()) >
+                          std::pair(results[*worst].row.oom_events > 0, results[*worst].row.peak_or_allocated())) {
+          if (worst && !args.all) results[*worst].text = std::string();
+          worst = i;
+        } else if (!args.all) {
+          fa.text = std::string();
+        }
       });
   report::finish_fleet(fleet, /*sort_files=*/false);  // files stay in argument order
   if (args.common.format == Format::Json) {
     report::write_fleet_json(std::cout, fleet);
   } else {
     report::write_fleet_text(std::cout, fleet, style);
-    std::optional<size_t> worst;  // an OOM first, then the highest peak; the first such in argument order
-    for (size_t i : read) {
-      const auto& r = results[i].row;
-      if (!worst || std::pair(r.oom_events > 0, r.peak_or_allocated()) >
-                        std::pair(results[*worst].row.oom_events > 0, results[*worst].row.peak_or_allocated()))
-        worst = i;
-    }
     for (size_t i : read) {
       if (!args.all && i != worst) continue;
       std::cout << '\n';
