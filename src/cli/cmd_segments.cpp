@@ -1,28 +1,61 @@
-// `memsnap segments FILE`: options -> load -> analyze (state only) -> print the segment map.
+// `memsnap segments FILE...`: options -> load -> analyze (state only) -> print the segment map.
+// Several files are read in parallel (-j) and printed in argument order.
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "common.hpp"
+#include "memsnap/report/fleet.hpp"
 #include "memsnap/report/segments.hpp"
+#include "memsnap/util/terminal.hpp"
+#include "memsnap/util/version.hpp"
+#include "parallel.hpp"
 
 namespace memsnap::cli {
 
 namespace {
 struct SegmentsArgs {
-  std::string file;
+  std::vector<std::string> files;
   long long top = 20;
+  unsigned jobs = 0;
   CommonOptions common;
   StateOptions state;
 };
+
+struct FileSegments {
+  std::string warnings;
+  std::optional<std::string> error;
+  std::string output;  // the report, text or one JSON document
+};
+
+FileSegments segments_of(const std::string& path, const SegmentsArgs& args, const analysis::AnalyzeOptions& options,
+                         const report::TextStyle& style) {
+  FileSegments fs;
+  fs.error = file_error(path, [&] {
+    snapshot::Loaded loaded = load(path, args.common);
+    analysis::Context ctx(loaded.snapshot);
+    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
+    fs.warnings = warnings_text(loaded, result.warnings);
+    report::Source src{loaded.input, ctx};
+    std::ostringstream out;
+    if (args.common.format == Format::Json) report::write_segments_json(out, src, result, size_t(args.top));
+    else report::write_segments_text(out, src, result, size_t(args.top), style);
+    fs.output = std::move(out).str();
+  });
+  return fs;
+}
 }  // namespace
 
 void add_segments(CLI::App& app) {
   auto args = std::make_shared<SegmentsArgs>();
   CLI::App* cmd = app.add_subcommand("segments", "The segment map: each segment's blocks to scale, worst fragmented first");
-  add_file_option(*cmd, args->file);
+  add_files_option(*cmd, args->files);
   cmd->add_option("--top", args->top, "Segments shown per device (default 20; 0 shows all)")->option_text("N");
   add_common_options(*cmd, args->common);
   add_state_options(*cmd, args->state);
+  add_jobs_option(*cmd, args->jobs);
   cmd->parse_complete_callback([args] {
     if (args->top < 0) throw Failure("--top: must be 0 (all) or more, got " + std::to_string(args->top), kBadInput);
   });
@@ -30,13 +63,54 @@ void add_segments(CLI::App& app) {
     analysis::AnalyzeOptions options;
     apply(args->state, options);
     options.trace = false;  // the segment map needs the state only
-    snapshot::Loaded loaded = load(args->file, args->common);
-    analysis::Context ctx(loaded.snapshot);
-    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
-    print_warnings(loaded, result.warnings);
-    report::Source src{loaded.input, ctx};
-    if (args->common.format == Format::Json) report::write_segments_json(std::cout, src, result, size_t(args->top));
-    else report::write_segments_text(std::cout, src, result, size_t(args->top), text_style(args->common));
+    report::TextStyle style = text_style(args->common);
+    if (args->files.size() == 1) {
+      snapshot::Loaded loaded = load(args->files[0], args->common);
+      analysis::Context ctx(loaded.snapshot);
+      analysis::AnalyzeResult result = analysis::analyze(ctx, options);
+      print_warnings(loaded, result.warnings);
+      report::Source src{loaded.input, ctx};
+      if (args->common.format == Format::Json) report::write_segments_json(std::cout, src, result, size_t(args->top));
+      else report::write_segments_text(std::cout, src, result, size_t(args->top), style);
+      return;
+    }
+    if (std::count(args->files.begin(), args->files.end(), std::string("-")) > 1)
+      throw Failure("- (stdin) can be given once", kBadInput);
+    // Several files: text reports one after another; JSON as {"files": [document + "file"]}.
+    bool json = args->common.format == Format::Json;
+    report::FleetJson docs = report::FleetJson::array();
+    std::vector<FileSegments> results(args->files.size());
+    size_t errors = 0, printed = 0;
+    run_ordered(
+        args->files.size(), effective_jobs(args->jobs),
+        [&](size_t i) { results[i] = segments_of(args->files[i], *args, options, style); },
+        [&](size_t i) {
+          FileSegments& fs = results[i];
+          std::cerr << fs.warnings;
+          if (fs.error) {
+            std::cerr << "memsnap: " << terminal_safe(*fs.error) << '\n';
+            ++errors;
+          } else if (json) {
+            report::FleetJson doc = report::FleetJson::parse(fs.output);
+            doc["file"] = shown_path(args->files[i]);
+            docs.push_back(std::move(doc));
+          } else {
+            if (printed++) std::cout << '\n';
+            std::cout << fs.output << std::flush;
+          }
+          fs = {};
+        });
+    if (json) {
+      report::FleetJson doc;
+      doc["schema_version"] = kSchemaVersion;
+      doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
+      doc["files"] = std::move(docs);
+      std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    }
+    std::cout.flush();
+    if (errors)
+      throw Failure(std::to_string(errors) + " of " + std::to_string(args->files.size()) + " files could not be read",
+                    kBadInput);
   });
 }
 

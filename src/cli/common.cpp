@@ -84,9 +84,39 @@ void add_file_option(CLI::App& cmd, std::string& file) {
 }
 
 void print_warnings(const snapshot::Loaded& l, const std::vector<std::string>& more) {
+  std::cerr << warnings_text(l, more);
+}
+
+std::string warnings_text(const snapshot::Loaded& l, const std::vector<std::string>& more) {
   std::string shown = terminal_safe(shown_path(l.input.path));
-  for (const auto& w : l.snapshot.warnings) std::cerr << "memsnap: warning: " << shown << ": " << terminal_safe(w) << '\n';
-  for (const auto& w : more) std::cerr << "memsnap: warning: " << shown << ": " << terminal_safe(w) << '\n';
+  std::string out;
+  for (const auto& w : l.snapshot.warnings) out += "memsnap: warning: " + shown + ": " + terminal_safe(w) + '\n';
+  for (const auto& w : more) out += "memsnap: warning: " + shown + ": " + terminal_safe(w) + '\n';
+  return out;
+}
+
+std::optional<std::string> file_error(const std::string& path, const std::function<void()>& fn) {
+  std::string shown = shown_path(path);
+  try {
+    fn();
+  } catch (const Failure& e) {
+    if (e.code() != kBadInput) throw;
+    return std::string(e.what());  // load() already names the file
+  } catch (const InputError& e) {
+    return shown + ": " + e.what();
+  } catch (const UsageError& e) {
+    return shown + ": " + e.what();
+  } catch (const std::bad_alloc&) {
+    return shown + ": out of memory while analysing the snapshot";
+  }
+  return std::nullopt;
+}
+
+void add_files_option(CLI::App& cmd, std::vector<std::string>& files) {
+  cmd.add_option("FILE", files,
+                 "Snapshots (.pickle, .pkl, .json; gzip/zstd detected; - for stdin, once); several are read in "
+                 "parallel (-j)")
+      ->required();
 }
 
 }  // namespace memsnap::cli

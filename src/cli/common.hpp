@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,13 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& options);
 report::TextStyle text_style(const CommonOptions& options);
 /// Prints warnings to stderr as "memsnap: warning: FILE: ...", escaped for the terminal.
 void print_warnings(const snapshot::Loaded& loaded, const std::vector<std::string>& more = {});
+/// The same lines as one string, for a worker to hand to the thread that prints.
+std::string warnings_text(const snapshot::Loaded& loaded, const std::vector<std::string>& more = {});
+/// Runs `fn`; an error about this one file (a Failure, an input or usage error, memory
+/// exhausted) comes back as its one-line message naming `path`, anything else propagates.
+std::optional<std::string> file_error(const std::string& path, const std::function<void()>& fn);
+/// The FILE... positional of the commands that take many snapshots.
+void add_files_option(CLI::App& cmd, std::vector<std::string>& files);
 /// "<stdin>" for "-".
 std::string shown_path(const std::string& path);
 
@@ -69,6 +77,8 @@ void add_events(CLI::App& app);
 void add_flame(CLI::App& app);
 void add_callgraph(CLI::App& app);
 void add_export(CLI::App& app);
+void add_check(CLI::App& app);
+void add_merge(CLI::App& app);
 /// The hidden `completions bash|zsh`: shell completion generated from `app` itself.
 void add_completions(CLI::App& app);
 

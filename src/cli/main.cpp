@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
   add_flame(app);
   add_callgraph(app);
   add_export(app);
+  add_check(app);
+  add_merge(app);
   add_completions(app);
   try {
     app.parse(argc, argv);

@@ -31,6 +31,8 @@ std::string cut_left(std::string path, size_t width) {
 }
 }  // namespace
 
+std::string display_path(const std::string& path, size_t width) { return cut_left(term(path, 1024), width); }
+
 std::string title_line(const std::string& title, const std::string& path, size_t width) {
   std::string p = cut_left(term(path, 1024), width);
   bool same = title.size() + 2 + display_width(p) <= width;

@@ -41,6 +41,8 @@ std::string shorten_left(const std::string& s, size_t w);
 std::string title_line(const std::string& title, const std::string& path, size_t width);
 /// "LABEL PATH" on one line of `width` columns, the path cut from the left when needed.
 std::string label_path(const std::string& label, const std::string& path, size_t width);
+/// A path (escaped) within `width` columns, cut from the left ("...") when it does not fit.
+std::string display_path(const std::string& path, size_t width);
 /// Display columns of a UTF-8 string (one per code point).
 size_t display_width(std::string_view s);
 

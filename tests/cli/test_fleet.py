@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+# Many files at once (issue 13): analyze/segments/check over a generated fleet with -j, the fleet
+# summary against snapgen's truth, the outlier, merge's associativity, check's exit statuses, config
+# and JUnit XML (validated structurally with xml.etree), hostile file names.
+import json
+import os
+import shutil
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+from clitest import MEMSNAP, check, expect_error, finish, run, snap
+import fleet_gen
+
+
+def fleet_part(doc):
+    return doc["fleet"]
+
+
+def merge(paths, fmt="json", stdin=None):
+    rc, out, err = run(["merge", "--format", fmt] + paths, stdin=stdin)
+    check("merge %s" % [os.path.basename(p) for p in paths], rc == 0, "%d %r" % (rc, err))
+    return json.loads(out) if fmt == "json" and rc == 0 else out
+
+
+def save(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def junit_valid(name, path, want_cases, want_failures, want_errors):
+    """The common JUnit schema's required structure: testsuites > testsuite(name, tests, failures, errors)
+    > testcase(name, classname) with at most one failure/error child carrying a message."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        check(name + ": well-formed XML", False, str(e))
+        return None
+    check(name + ": root", root.tag == "testsuites", root.tag)
+    cases = failures = errors = 0
+    for suite in root:
+        check(name + ": testsuite", suite.tag == "testsuite", suite.tag)
+        for attr in ("name", "tests", "failures", "errors"):
+            check(name + ": testsuite@" + attr, attr in suite.attrib, suite.attrib)
+        n_f = n_e = 0
+        tc = list(suite)
+        check(name + ": tests count", int(suite.get("tests", -1)) == len(tc), suite.attrib)
+        for case in tc:
+            check(name + ": testcase", case.tag == "testcase", case.tag)
+            check(name + ": testcase@name/classname", "name" in case.attrib and "classname" in case.attrib,
+                  case.attrib)
+            kids = list(case)
+            check(name + ": at most one child", len(kids) <= 1, kids)
+            for k in kids:
+                check(name + ": child", k.tag in ("failure", "error"), k.tag)
+                check(name + ": message", k.get("message"), k.attrib)
+                n_f += k.tag == "failure"
+                n_e += k.tag == "error"
+        check(name + ": failures count", int(suite.get("failures", -1)) == n_f, suite.attrib)
+        check(name + ": errors count", int(suite.get("errors", -1)) == n_e, suite.attrib)
+        cases += len(tc)
+        failures += n_f
+        errors += n_e
+    check(name + ": testcases", cases == want_cases, "%d, want %d" % (cases, want_cases))
+    check(name + ": failures", failures == want_failures, "%d, want %d" % (failures, want_failures))
+    check(name + ": errors", errors == want_errors, "%d, want %d" % (errors, want_errors))
+    return root
+
+
+tmp = tempfile.mkdtemp(prefix="memsnap-fleet-")
+try:
+    files = fleet_gen.generate(tmp, 64)
+    if files is None:
+        print("SKIPPED: ../shared/snapgen is absent")
+        sys.exit(77)
+    truth = {}
+    for f in files:
+        t = json.load(open(f[:-len(".pickle")] + ".truth.json"))
+        truth[f] = (sum(d["reserved"] for d in t["per_device"]), sum(d["allocated"] for d in t["per_device"]))
+
+    # --- analyze A B ... --format json: per-file documents in argument order, rows equal the truth -------------
+    rc, out, err = run(["analyze", "--format", "json", "-j", "2"] + files)
+    check("analyze fleet json", rc == 0 and err == "", "%d %r" % (rc, err))
+    doc = json.loads(out)
+    check("files in argument order", [d["file"] for d in doc["files"]] == files)
+    rows = {r["file"]: r for r in doc["fleet"]["rows"]}
+    check("one row per file", sorted(rows) == sorted(files) and doc["fleet"]["files"] == 64)
+    for f in files:
+        r = rows[f]
+        check("row %s reserved" % os.path.basename(f), r["reserved_bytes"] == truth[f][0], (r, truth[f]))
+        check("row %s allocated" % os.path.basename(f), r["allocated_bytes"] == truth[f][1], (r, truth[f]))
+        check("row %s peak" % os.path.basename(f), r["peak_allocated_bytes"] >= r["allocated_bytes"], r)
+        check("row %s verdicts" % os.path.basename(f), r["oom"] is False and r["oom_events"] == 0, r)
+    outliers = [r["file"] for r in doc["fleet"]["rows"] if r["outlier"]]
+    check("the bigger rank is the one outlier", outliers == [files[fleet_gen.OUTLIER]], outliers)
+    check("rows sorted by file", [r["file"] for r in doc["fleet"]["rows"]] == sorted(files))
+    check("totals", doc["fleet"]["totals"]["reserved_bytes"] == sum(t[0] for t in truth.values()))
+    check("histogram counts every file",
+          sum(b["files"] for b in doc["fleet"]["histograms"]["peak_allocated_bytes"]) == 64)
+    per_file_same = True
+    for d in doc["files"][:3]:
+        rc1, one, _ = run(["analyze", "--format", "json", d["file"]])
+        single = json.loads(one)
+        single["file"] = d["file"]
+        per_file_same &= single == d
+    check("per-file documents are analyze's own", per_file_same)
+
+    # -j1 and -j2 say the same, byte for byte
+    rc1, out1, _ = run(["analyze", "--format", "json", "-j", "1"] + files)
+    check("-j1 == -j2 (json)", rc1 == 0 and out1 == out)
+    rc1, text1, _ = run(["analyze", "-j", "1"] + files)
+    rc2, text2, err2 = run(["analyze", "-j", "2"] + files)
+    check("-j1 == -j2 (text)", rc1 == 0 and rc2 == 0 and text1 == text2, err2)
+
+    # --- analyze A B ... as text: summary first, outlier marked, 80 columns, then the worst report ----------
+    lines = text2.split("\n")
+    check("text starts with the fleet", lines[0].startswith("memsnap ") and "fleet of 64 files" in lines[0], lines[0])
+    check("text fits 80 columns", all(len(l) <= 80 for l in lines), [l for l in lines if len(l) > 80][:3])
+    marked = [l for l in lines if l.startswith("! ") and ".pickle" in l]
+    check("one row marked", len(marked) == 1 and "rank%02d.pickle" % fleet_gen.OUTLIER in marked[0], marked)
+    summary_rows = [l for l in lines if "rank" in l and l.startswith(("! ", "  ")) and "MiB" in l or "KiB" in l]
+    check("outlier first (peak descending)", summary_rows and summary_rows[0].startswith("! "), summary_rows[:2])
+    check("worst report follows", text2.count("memsnap 0.") == 2 and "the worst file" in text2)
+    check("worst is the outlier", ("rank%02d.pickle" % fleet_gen.OUTLIER) in text2.split("the worst file", 1)[1])
+    rc, all_text, _ = run(["analyze", "--all", "-j", "2"] + files[:5])
+    check("--all prints every report", rc == 0 and all_text.count("memsnap 0.") == 6, all_text.count("memsnap 0."))
+
+    # a long and hostile file name is escaped and cut to fit
+    hostile = os.path.join(tmp, "x" * 90 + "\x1b[31m<&\">\x07.pickle")
+    shutil.copy(files[0], hostile)
+    rc, text, err = run(["analyze", "-j", "2", hostile, files[1]])
+    check("hostile name: exit 0", rc == 0, err)
+    check("hostile name: no escape byte", "\x1b" not in text and "\x07" not in text)
+    check("hostile name: 80 columns", all(len(l) <= 80 for l in text.split("\n")[:12]),
+          [l for l in text.split("\n") if len(l) > 80][:2])
+
+    # --- an unreadable file among good ones: the others still reported, exit 2 -----------------------------
+    bad = save(os.path.join(tmp, "broken.pickle"), "not a pickle at all")
+    rc, out, err = run(["analyze", "--format", "json", "-j", "2", files[0], bad, files[1]])
+    check("unreadable: exit 2", rc == 2, "%d %r" % (rc, err))
+    d = json.loads(out) if out else {"files": [], "fleet": {"errors": []}}
+    check("unreadable: others reported", [x["file"] for x in d["files"]] == [files[0], files[1]])
+    check("unreadable: named in fleet.errors", [e["file"] for e in d["fleet"]["errors"]] == [bad])
+    check("unreadable: stderr names it", bad in err and err.strip().endswith("1 of 3 files could not be read"), err)
+
+    # --- segments A B ...: argument order ----------------------------------------------------------------
+    rc, out, err = run(["segments", "-j", "2", files[2], files[0], files[1]])
+    pos = [out.find(os.path.basename(f)) for f in (files[2], files[0], files[1])]
+    check("segments: argument order", rc == 0 and -1 not in pos and pos == sorted(pos), pos)
+    rc, out, err = run(["segments", "--format", "json", "-j", "2", files[2], files[0]])
+    check("segments json", rc == 0 and [x["file"] for x in json.loads(out)["files"]] == [files[2], files[0]])
+
+    # --- merge: associative, order-independent, mergeable, equal to analyze of all ------------------------
+    parts = [files[:20], files[20:45], files[45:]]
+    jsons = []
+    for i, part in enumerate(parts):
+        rc, out, err = run(["analyze", "--format", "json", "-j", "2"] + part)
+        jsons.append(save(os.path.join(tmp, "part%d.json" % i), out))
+    a, b, c = jsons
+    ab = save(os.path.join(tmp, "ab.json"), json.dumps(merge([a, b])))
+    bc = save(os.path.join(tmp, "bc.json"), json.dumps(merge([b, c])))
+    left, right, rev = merge([ab, c]), merge([a, bc]), merge([c, b, a])
+    check("merge associative", fleet_part(left) == fleet_part(right))
+    check("merge order-independent", fleet_part(left) == fleet_part(rev))
+    check("merged files identical", left["files"] == right["files"] == rev["files"])
+    check("merge == analyze of all", fleet_part(left) == doc["fleet"],
+          json.dumps(fleet_part(left))[:300] + " vs " + json.dumps(doc["fleet"])[:300])
+    # single-file analyze outputs merge into the same rows
+    singles = []
+    for f in files[:4]:
+        rc, out, err = run(["analyze", "--format", "json", f])
+        singles.append(save(os.path.join(tmp, os.path.basename(f) + ".json"), out))
+    rc, out4, err = run(["analyze", "--format", "json"] + files[:4])
+    check("merge of singles == analyze of four", fleet_part(merge(singles[::-1])) == json.loads(out4)["fleet"])
+    check("merge from stdin", fleet_part(merge(["-", singles[0]], stdin=open(singles[1], "rb").read()))
+          == fleet_part(merge(singles[:2])))
+    text = merge([a, b, c], fmt="text")
+    check("merge text", "fleet of 64 files" in text and all(len(l) <= 80 for l in text.split("\n")), text[:200])
+    # bad input: one line naming the file and what was wrong, exit 2
+    nj = save(os.path.join(tmp, "bad.json"), "{\"schema_version\": 1, ")
+    rc, out, err = run(["merge", a, nj])
+    check("merge bad JSON", rc == 2 and out == "" and err.startswith("memsnap: " + nj + ": not JSON: ")
+          and err.count("\n") == 1, "%d %r" % (rc, err))
+    wrong = save(os.path.join(tmp, "wrong.json"), json.dumps({"schema_version": 1, "fleet": {"rows": [{"file": 3}]}}))
+    expect_error("merge wrong row", ["merge", wrong], wrong + ": fleet.rows[0].file: not a string")
+    other = save(os.path.join(tmp, "other.json"), "[1, 2]")
+    expect_error("merge not an object", ["merge", other], other + ": not a JSON object")
+    nos = save(os.path.join(tmp, "nos.json"), "{}")
+    expect_error("merge no schema", ["merge", nos],
+                 nos + ": no \"schema_version\": not a memsnap analyze JSON document")
+
+    # --- check -----------------------------------------------------------------------------------------
+    big, small = files[fleet_gen.OUTLIER], files[0]
+    peak_big = rows[big]["peak_allocated_bytes"]
+    limit = str(peak_big - 1)
+    rc, out, err = run(["check", "-j", "2", "--max-peak", limit, "--no-oom", small, big])
+    check("check: exit 1 on a failure", rc == 1, "%d %r" % (rc, err))
+    lines = out.strip().split("\n")
+    check("check: one line per check, file and device", len(lines) == 5, lines)
+    check("check: PASS small", lines[0].startswith("PASS  peak") and lines[0].endswith(os.path.basename(small))
+          and "dev 0" in lines[0], lines)
+    check("check: FAIL big", lines[2].startswith("FAIL  peak") and big.split("/")[-1] in lines[2], lines)
+    check("check: summary", lines[-1] == "4 checks: 3 passed, 1 failed", lines[-1])
+    check("check: stderr says why", err == "memsnap: 1 of 4 checks failed\n", err)
+    check("check: 80 columns", all(len(l) <= 80 for l in lines), lines)
+    rc, out, err = run(["check", "--max-peak", str(peak_big), small, big])
+    check("check: exit 0 when all pass", rc == 0 and err == "", "%d %r" % (rc, err))
+    rc, out, err = run(["check", "--format", "json", "--max-peak", limit, "--max-reserved", "1GiB",
+                        "--max-fragmentation", "0.99", "--max-stranded", "1GiB", "--max-allocated", "1GiB",
+                        "--no-leaks", "--no-oom", big])
+    j = json.loads(out)
+    check("check json", rc == 1 and j["status"] == "fail" and j["summary"] == {"checks": 7, "passed": 6, "failed": 1,
+                                                                             "errors": 0}, j.get("summary"))
+    fails = [r for r in j["results"] if r["status"] == "fail"]
+    check("check json: the failure", len(fails) == 1 and fails[0]["check"] == "max-peak" and
+          fails[0]["figure"] == peak_big and fails[0]["limit"] == peak_big - 1, fails)
+    check("check json: limits", j["limits"]["max-reserved"] == 1 << 30 and j["limits"]["no-leaks"] is True)
+    # figures are analyze's figures
+    an = json.loads(run(["analyze", "--format", "json", big])[1])["devices"][0]
+    by = {r["check"]: r["figure"] for r in j["results"]}
+    check("check figures == analyze", by["max-reserved"] == an["totals"]["reserved_bytes"] and
+          by["max-allocated"] == an["totals"]["allocated_bytes"] and
+          by["max-stranded"] == an["fragmentation"]["stranded_bytes"] and
+          by["max-fragmentation"] == max([p["fragmentation"] for p in an["fragmentation"]["pools"]] + [0]) and
+          by["no-leaks"] == len(an["leaks"]) and by["no-oom"] == an["oom_events"], (by, an["totals"]))
+    # OOM and leaks from the shipped fixtures
+    rc, out, err = run(["check", "--no-oom", "--no-leaks", snap("frag.pickle"), snap("leak.pickle")])
+    check("check: frag has an OOM", rc == 1 and any(l.startswith("FAIL  oom") and "frag.pickle" in l
+                                                    for l in out.split("\n")), out)
+    check("check: leak leaks", any(l.startswith("FAIL  leaks") and "leak.pickle" in l for l in out.split("\n")), out)
+    # an unreadable file: an ERROR line, the others checked, exit 2 (it outranks a failure)
+    rc, out, err = run(["check", "-j", "2", "--max-peak", limit, small, bad, big])
+    check("check: input error exit 2", rc == 2, "%d %r" % (rc, err))
+    check("check: ERROR line", "ERROR " + bad in out and out.count("PASS") == 1 and out.count("FAIL") == 1, out)
+    check("check: stderr", bad in err and err.endswith("memsnap: 1 file could not be read\n"), err)
+    # usage errors
+    expect_error("check: no limit", ["check", small], "check: no limit given (--max-reserved, --max-allocated, "
+                 "--max-peak, --max-fragmentation, --max-stranded, --no-leaks, --no-oom or --config)")
+    expect_error("check: bad size", ["check", "--max-peak", "lots", small], "--max-peak: not a size: 'lots'")
+    expect_error("check: bad fraction", ["check", "--max-fragmentation", "1.5", small],
+                 "--max-fragmentation: not a fraction from 0 to 1: '1.5'")
+    # --config: keys are the options without dashes; the command line overrides it
+    cfg = save(os.path.join(tmp, "memsnap.json"), json.dumps({"max-peak": limit, "no-leaks": True,
+                                                              "max-fragmentation": 0.99}))
+    rc, out, err = run(["check", "--format", "json", "--config", cfg, big])
+    j = json.loads(out) if out else {}
+    check("config applied", rc == 1 and j.get("limits") == {"max-peak": peak_big - 1, "max-fragmentation": 0.99,
+                                                           "no-leaks": True}, (rc, j.get("limits"), err))
+    rc, out, err = run(["check", "--format", "json", "--config", cfg, "--max-peak", "1GiB", big])
+    check("command line overrides config", rc == 0 and json.loads(out)["limits"]["max-peak"] == 1 << 30, (rc, err))
+    unk = save(os.path.join(tmp, "unknown.json"), json.dumps({"max-peak": "1GiB", "max-pek": "2GiB"}))
+    expect_error("config: unknown key", ["check", "--config", unk, big],
+                 unk + ": unknown key 'max-pek' (known: max-reserved, max-allocated, max-peak, max-fragmentation, "
+                 "max-stranded, no-leaks, no-oom)")
+    badcfg = save(os.path.join(tmp, "badcfg.json"), json.dumps({"no-oom": "yes"}))
+    expect_error("config: wrong type", ["check", "--config", badcfg, big], badcfg + ": no-oom: true or false")
+    # --junit: the structure of the common JUnit schema, hostile names escaped
+    xml = os.path.join(tmp, "report.xml")
+    rc, out, err = run(["check", "-j", "2", "--max-peak", limit, "--no-oom", "--junit", xml, small, hostile, bad, big])
+    check("junit run", rc == 2, "%d %r" % (rc, err))
+    root = junit_valid("junit", xml, want_cases=7, want_failures=1, want_errors=1)
+    if root is not None:
+        names = [s.get("name") for s in root]
+        check("junit suites in argument order", names[0] == small and names[2] == bad and names[3] == big, names)
+        check("junit hostile name kept readable", "<&\">" in names[1] and "\x1b" not in names[1], names[1])
+        fail = root.find(".//failure")
+        check("junit failure message: figure and limit", fail is not None and str(peak_big) not in "" and
+              "limit" in fail.get("message"), None if fail is None else fail.attrib)
+    with open(xml, "w") as f:
+        f.write("OLD")
+    expect_error("junit: no limit leaves the file", ["check", "--junit", xml, small],
+                 "check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
+                 "--max-stranded, --no-leaks, --no-oom or --config)")
+    check("junit untouched on usage error", open(xml).read() == "OLD")
+    expect_error("junit refuses an input", ["check", "--max-peak", "1GiB", "--junit", small, small],
+                 run(["export", small, "-o", small])[2][len("memsnap: "):-1])
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+finish()
