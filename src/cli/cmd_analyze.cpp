@@ -73,7 +73,8 @@ FileAnalysis analyze_file(const std::string& path, const AnalyzeArgs& args, cons
 }
 
 /// `memsnap analyze A B ...`: the fleet summary, then the worst file's report (or all with --all).
-void analyze_many(const AnalyzeArgs& args, const analysis::AnalyzeOptions& options) {
+void analyze_many(const AnalyzeArgs& args, analysis::AnalyzeOptions options) {
+  options.threads = 1;  // the files are the parallel work: no device threads on top of -j workers
   if (std::count(args.files.begin(), args.files.end(), std::string("-")) > 1)
     throw Failure("- (stdin) can be given once", kBadInput);
   report::TextStyle style = text_style(args.common);

@@ -187,13 +187,15 @@ struct FileChecks {
   std::string warnings;
 };
 
-FileChecks check_file(const std::string& path, const CommonOptions& common, const Limits& limits) {
+FileChecks check_file(const std::string& path, const CommonOptions& common, const Limits& limits, unsigned threads) {
   FileChecks fc;
   std::string shown = shown_path(path);
   auto error = file_error(path, [&] {
     snapshot::Loaded loaded = load(path, common);
     analysis::Context ctx(loaded.snapshot);
-    analysis::AnalyzeResult result = analysis::analyze(ctx, analysis::AnalyzeOptions{});
+    analysis::AnalyzeOptions options;
+    options.threads = threads;
+    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
     fc.warnings = warnings_text(loaded, result.warnings);
     bool any_used = false;
     for (const auto& d : result.devices) any_used |= !d.unused;
@@ -263,7 +265,7 @@ void add_check(CLI::App& app) {
     report::TextStyle style = text_style(args->common);
     run_ordered(
         args->files.size(), effective_jobs(args->jobs),
-        [&](size_t i) { results[i] = check_file(args->files[i], args->common, limits); },
+        [&](size_t i) { results[i] = check_file(args->files[i], args->common, limits, args->files.size() > 1 ? 1 : 0); },
         [&](size_t i) {
           std::cerr << results[i].warnings;
           for (auto& l : results[i].lines) {

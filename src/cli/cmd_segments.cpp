@@ -78,6 +78,7 @@ void add_segments(CLI::App& app) {
       throw Failure("- (stdin) can be given once", kBadInput);
     // Several files: text reports one after another; JSON as {"files": [document + "file"]}.
     bool json = args->common.format == Format::Json;
+    options.threads = 1;  // the files are the parallel work
     report::FleetJson docs = report::FleetJson::array();
     std::vector<FileSegments> results(args->files.size());
     size_t errors = 0, printed = 0;
