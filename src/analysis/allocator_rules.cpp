@@ -31,7 +31,9 @@ uint64_t round_size(uint64_t size, const snapshot::AllocatorSettings& settings) 
   return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
 }
 
-snapshot::Pool pool_for(uint64_t rounded) { return rounded <= kSmallSize ? snapshot::Pool::Small : snapshot::Pool::Large; }
+snapshot::Pool pool_for(uint64_t rounded) {
+  return rounded <= kSmallSize ? snapshot::Pool::Small : snapshot::Pool::Large;
+}
 
 uint64_t segment_size_for(uint64_t rounded) {
   if (rounded <= kSmallSize) return kSmallBuffer;
@@ -71,11 +73,15 @@ BestFit best_fit(std::span<const FreeBlockRef> blocks, uint64_t rounded, std::op
   if (it == order.end()) return out;
   if (expandable) {
     // get_free_block moves on while the next block's size plus growable tail is smaller.
-    auto reach = [&](size_t i) { return blocks[i].size + std::min(blocks[i].growable_bytes, UINT64_MAX - blocks[i].size); };
+    auto reach = [&](size_t i) {
+      return blocks[i].size + std::min(blocks[i].growable_bytes, UINT64_MAX - blocks[i].size);
+    };
     for (auto next = it + 1; next != order.end() && reach(*next) < reach(*it); ++next) it = next;
   }
-  if (!oversize_allows(blocks[*it].size, rounded, max_split_size)) out.rejected = *it;
-  else out.chosen = *it;
+  if (!oversize_allows(blocks[*it].size, rounded, max_split_size))
+    out.rejected = *it;
+  else
+    out.chosen = *it;
   return out;
 }
 

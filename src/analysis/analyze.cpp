@@ -111,7 +111,8 @@ struct Analyzer {
       out.ooms = analyze_ooms(ctx, d, dumped_accounting ? *dumped_accounting : out.accounting,
                               replay ? &*replay : nullptr, out.leaks, o.oom);
     }
-    if (o.timeline && replay) out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);
+    if (o.timeline && replay)
+      out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);
     out.findings = raise_findings(ctx, out, o.thresholds);
     return out;
   }
@@ -170,9 +171,9 @@ AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& o) {
   for (size_t k = 0; k < chosen.size(); ++k) {
     const auto& d = *chosen[k];
     for (const auto& c : result.devices[k].accounting.clamped)
-      result.warnings.push_back("device " + std::to_string(d.index) + ": block at " + hex(c.address) +
-                                " requests " + with_commas(c.stated_requested) + " bytes, more than its size " +
-                                with_commas(c.size) + ": counted as " + with_commas(c.size));
+      result.warnings.push_back("device " + std::to_string(d.index) + ": block at " + hex(c.address) + " requests " +
+                                with_commas(c.stated_requested) + " bytes, more than its size " + with_commas(c.size) +
+                                ": counted as " + with_commas(c.size));
   }
   return result;
 }

@@ -15,13 +15,15 @@ int64_t signed_delta(uint64_t a, uint64_t b) {
   return a - b > uint64_t(INT64_MAX) ? INT64_MIN : -int64_t(a - b);
 }
 
-int64_t SiteDelta::delta_bytes() const { return signed_delta(before_bytes, after_bytes); }
+int64_t SiteDelta::delta_bytes() const {
+  return signed_delta(before_bytes, after_bytes);
+}
 
 namespace {
 
 DiffTotals totals(const Accounting& a) {
-  return {a.reserved_bytes,          a.allocated_bytes,      a.active_bytes,  a.requested_bytes,
-          a.external_free_bytes,     a.largest_free_block_bytes, a.segment_count, a.block_count};
+  return {a.reserved_bytes,      a.allocated_bytes,          a.active_bytes,  a.requested_bytes,
+          a.external_free_bytes, a.largest_free_block_bytes, a.segment_count, a.block_count};
 }
 
 struct Row {
@@ -48,7 +50,9 @@ SiteKey site_key(const Context& ctx, snapshot::StackId stack) {
   return {{}, {}, ctx.sites.site(stack), 0};
 }
 
-std::string capped(std::string_view s) { return s.size() <= 1024 ? std::string(s) : std::string(s.substr(0, 1024)) + "..."; }
+std::string capped(std::string_view s) {
+  return s.size() <= 1024 ? std::string(s) : std::string(s.substr(0, 1024)) + "...";
+}
 
 // Live allocated blocks by site (and by call path within the site).
 void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<SiteKey, Row>& rows) {
@@ -104,8 +108,9 @@ void distinct_labels(std::vector<SiteDelta>& sites) {
         std::string prefix;
         for (size_t k = 0; k < depth && cut != std::string::npos && cut > 0; ++k) {
           size_t prev = dir.find_last_of('/', cut - 1);
-          prefix = dir.substr(prev == std::string::npos ? 0 : prev + 1, cut - (prev == std::string::npos ? 0 : prev + 1)) +
-                   "/" + prefix;
+          prefix =
+              dir.substr(prev == std::string::npos ? 0 : prev + 1, cut - (prev == std::string::npos ? 0 : prev + 1)) +
+              "/" + prefix;
           cut = prev;
         }
         s->site = prefix + label;
@@ -153,7 +158,8 @@ std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b) {
       });
       r.delta.stack = {r.delta.site};
       if (!r.delta.callers.empty())
-        r.delta.stack.insert(r.delta.stack.end(), r.delta.callers.front().path.begin(), r.delta.callers.front().path.end());
+        r.delta.stack.insert(r.delta.stack.end(), r.delta.callers.front().path.begin(),
+                             r.delta.callers.front().path.end());
       dd.sites.push_back(std::move(r.delta));
     }
     distinct_labels(dd.sites);

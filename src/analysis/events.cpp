@@ -58,8 +58,10 @@ DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const Ev
     row.action = e.action;
     row.action_name = snapshot::to_string(e.action);
     row.size = e.size;
-    if (e.action == Action::Oom) row.device_free = e.device_free();
-    else row.address = e.addr;
+    if (e.action == Action::Oom)
+      row.device_free = e.device_free();
+    else
+      row.address = e.addr;
     row.stream = e.stream;
     row.site = e.stack.v ? ctx.sites.site(e.stack) : std::string();
     if (o.stacks) row.stack = ctx.sites.stack(e.stack);

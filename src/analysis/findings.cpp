@@ -83,7 +83,8 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
     f.push_back({oom_kind(r.cause()), Severity::Critical, r.requested_bytes, i});
     if (r.retry_in_except) f.push_back({FindingKind::OomRetryInExcept, Severity::Warning, r.requested_bytes, i});
   }
-  if (!d.trace.consistent && d.trace.first_mismatch) f.push_back({FindingKind::TraceInconsistent, Severity::Warning, 0, 0});
+  if (!d.trace.consistent && d.trace.first_mismatch)
+    f.push_back({FindingKind::TraceInconsistent, Severity::Warning, 0, 0});
   // Across iterations: leaks by pattern, one finding per pattern; the headline growth
   // is the iterations' own figure, so the line, the table and the finding agree.
   const Iterations& it = d.iterations;
@@ -97,9 +98,10 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
   if (autograd) f.push_back({FindingKind::LeakAutogradHistory, Severity::Critical, growth, 0});
   if (list) f.push_back({FindingKind::LeakTensorList, Severity::Critical, growth, 0});
   if (other) f.push_back({FindingKind::LeakGrowth, Severity::Warning, growth, 0});
-  if (!d.growing.empty()) f.push_back({FindingKind::GrowingWithInput, Severity::Warning, d.growing.front().last_bytes, 0});
-  if (d.leaks.empty() && it.count >= t.growth_min_iterations && growth > 0 && it.rising_share >= t.growth_rising_share &&
-      d.peaks.allocated &&
+  if (!d.growing.empty())
+    f.push_back({FindingKind::GrowingWithInput, Severity::Warning, d.growing.front().last_bytes, 0});
+  if (d.leaks.empty() && it.count >= t.growth_min_iterations && growth > 0 &&
+      it.rising_share >= t.growth_rising_share && d.peaks.allocated &&
       double(growth) * double(it.count) > t.growth_share_of_peak * double(d.peaks.allocated->allocated_bytes))
     f.push_back({FindingKind::GrowthUnattributed, Severity::Warning, growth, 0});
   // One pass that keeps every layer's activations, and no backward to free them.
@@ -111,7 +113,7 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
   if (passes(a.stranded_bytes, reserved, t.stranded_share, t.stranded_min_bytes))
     f.push_back({FindingKind::StrandedFreeMemory,
                  double(a.stranded_bytes) >= t.stranded_share_critical * double(reserved) ? Severity::Critical
-                                                                                         : Severity::Warning,
+                                                                                          : Severity::Warning,
                  a.stranded_bytes, 0});
   // The worst fragmented pool, measured on the memory that stays cached after the
   // allocator's own release-and-retry (whole free units go back before an OOM).

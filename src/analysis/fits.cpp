@@ -15,9 +15,13 @@ using snapshot::Segment;
 
 namespace {
 
-bool default_pool(const Segment& s) { return s.pool_id[0] == 0 && s.pool_id[1] == 0; }
+bool default_pool(const Segment& s) {
+  return s.pool_id[0] == 0 && s.pool_id[1] == 0;
+}
 
-uint64_t round_up(uint64_t n, uint64_t step) { return (n + step - 1) / step * step; }
+uint64_t round_up(uint64_t n, uint64_t step) {
+  return (n + step - 1) / step * step;
+}
 
 /// find_expandable_block + map_block: the pages mapped for `rounded` when no free
 /// block fits. `ranges` are the mapped ranges of the request's stream and pool in
@@ -122,8 +126,10 @@ FitsAnswer would_fit(const snapshot::Device& d, const snapshot::AllocatorSetting
     a.remainder_bytes = c.size - a.rounded_bytes;
     return a;
   }
-  if (a.expandable) map_new_pages(d, ranges, a);
-  else a.new_segment_bytes = rules::segment_size_for(a.rounded_bytes);
+  if (a.expandable)
+    map_new_pages(d, ranges, a);
+  else
+    a.new_segment_bytes = rules::segment_size_for(a.rounded_bytes);
   return a;
 }
 

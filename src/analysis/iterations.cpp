@@ -203,7 +203,8 @@ std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Repl
 
 // The allocations between two boundaries: [lo, hi) indices into allocs.
 std::pair<size_t, size_t> unit(const std::vector<Alloc>& allocs, uint32_t from, uint32_t to) {
-  auto lo = std::lower_bound(allocs.begin(), allocs.end(), from, [](const Alloc& a, uint32_t e) { return a.event < e; });
+  auto lo =
+      std::lower_bound(allocs.begin(), allocs.end(), from, [](const Alloc& a, uint32_t e) { return a.event < e; });
   auto hi = std::lower_bound(lo, allocs.end(), to, [](const Alloc& a, uint32_t e) { return a.event < e; });
   return {size_t(lo - allocs.begin()), size_t(hi - allocs.begin())};
 }
@@ -229,8 +230,8 @@ double kept_share(const std::vector<Alloc>& allocs, const Replay& replay, const 
 // The frames every repetition runs inside: per depth from the outermost, the
 // Python frame (user or torch) that 97% of the repetitions' allocations share.
 // Stacks without Python frames (the autograd engine's threads) do not vote.
-std::vector<snapshot::FrameId> common_chain(const Context& ctx, const std::vector<Alloc>& allocs, size_t lo,
-                                            size_t hi, const Replay& replay) {
+std::vector<snapshot::FrameId> common_chain(const Context& ctx, const std::vector<Alloc>& allocs, size_t lo, size_t hi,
+                                            const Replay& replay) {
   const auto& snap = ctx.snap;
   std::unordered_map<uint32_t, std::vector<snapshot::FrameId>, util::Hasher> chains;  // per stack, outermost first
   std::vector<const std::vector<snapshot::FrameId>*> voters;
@@ -269,7 +270,8 @@ bool step_annotation(std::string_view name) {
 }
 
 // The first event at or after each time (times sorted), in one pass.
-std::vector<uint32_t> events_at_times(const snapshot::Device& d, const std::vector<int64_t>& times, bool strictly_after) {
+std::vector<uint32_t> events_at_times(const snapshot::Device& d, const std::vector<int64_t>& times,
+                                      bool strictly_after) {
   std::vector<uint32_t> out;
   size_t e = 0;
   for (int64_t t : times) {
@@ -498,8 +500,9 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
   if (it.reason != NoIterations::Claimed || it.boundaries.size() < 2) {
     if (it.reason == NoIterations::Claimed) it.reason = NoIterations::OneBoundary;
     it.boundaries.clear();
-    it.method = it.method == IterationMethod::Annotation || it.method == IterationMethod::Marker ? it.method
-                                                                                                 : IterationMethod::None;
+    it.method = it.method == IterationMethod::Annotation || it.method == IterationMethod::Marker
+                    ? it.method
+                    : IterationMethod::None;
     return result;
   }
   std::vector<uint64_t> ev_gaps;

@@ -68,7 +68,8 @@ std::vector<GrowingSite> growing_sites(const Context& ctx, const Replay& replay,
     }
     uint64_t lo = per_iter.front().second, hi = per_iter.back().second;
     if (!monotone || rises * 2 < per_iter.size() - 1 || double(hi) < 1.5 * double(lo)) continue;
-    out.push_back({ctx.sites.name(SiteId{site}), lo, hi, per_iter.front().first, per_iter.back().first, per_iter.size()});
+    out.push_back(
+        {ctx.sites.name(SiteId{site}), lo, hi, per_iter.front().first, per_iter.back().first, per_iter.size()});
   }
   std::sort(out.begin(), out.end(), [](const GrowingSite& a, const GrowingSite& b) {
     return a.last_bytes != b.last_bytes ? a.last_bytes > b.last_bytes : a.site < b.site;
@@ -92,7 +93,8 @@ std::vector<Retained> retained(const Context& ctx, const Replay& replay, const s
 }
 
 // Allocated bytes and blocks at the dump, by site (dense site ids).
-std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> live_by_site(const Context& ctx, const snapshot::Device& d) {
+std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> live_by_site(const Context& ctx,
+                                                                         const snapshot::Device& d) {
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> live;
   for (const auto& b : d.blocks)
     if (b.state == BlockState::ActiveAllocated) {
@@ -167,9 +169,12 @@ LeakResult find_leaks(const Context& ctx, const snapshot::Device& d, const Repla
   for (const auto& f : facts) tiny_site = tiny_site || f.tiny, forward_site = forward_site || f.forward;
   for (const auto& f : facts) {
     LeakPattern& p = out.leaks[f.leak].pattern;
-    if (tiny_site && forward_site) p = LeakPattern::AutogradHistory;
-    else if (!forward_site && (!tiny_site || f.tiny)) p = LeakPattern::TensorList;
-    else p = LeakPattern::Unclassified;
+    if (tiny_site && forward_site)
+      p = LeakPattern::AutogradHistory;
+    else if (!forward_site && (!tiny_site || f.tiny))
+      p = LeakPattern::TensorList;
+    else
+      p = LeakPattern::Unclassified;
   }
   std::sort(out.leaks.begin(), out.leaks.end(), [](const Leak& a, const Leak& b) {
     return a.growth_bytes_per_iteration != b.growth_bytes_per_iteration

@@ -98,9 +98,8 @@ void detect_retry(const Context& ctx, const Replay& replay, uint32_t oom, uint64
   const auto& ranges = replay.ranges();
   const auto& trace = replay.device().trace;
   // The next allocations in event order, until memory falls below half.
-  auto next = std::upper_bound(ranges.begin(), ranges.end(), oom, [](uint32_t e, const LiveRange& x) {
-    return x.begin != kWindowStart && e < x.begin;
-  });
+  auto next = std::upper_bound(ranges.begin(), ranges.end(), oom,
+                               [](uint32_t e, const LiveRange& x) { return x.begin != kWindowStart && e < x.begin; });
   uint32_t stop = UINT32_MAX;
   for (auto it = next; it != ranges.end(); ++it) {
     if (it->begin == kWindowStart || it->begin <= oom) continue;
@@ -164,7 +163,8 @@ OomResult analyze_ooms(const Context& ctx, const snapshot::Device& dumped, const
     }
     if (!replay->ooms().empty() && dumped_accounting.allocated_bytes < replay->ooms().back().totals.allocated &&
         !out.explained.empty() && out.more.empty())
-      out.explained.back().freed_after_bytes = replay->ooms().back().totals.allocated - dumped_accounting.allocated_bytes;
+      out.explained.back().freed_after_bytes =
+          replay->ooms().back().totals.allocated - dumped_accounting.allocated_bytes;
   }
   if (out.total == 0 && opt.assumed_request) {
     OomReport r;

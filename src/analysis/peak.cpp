@@ -31,8 +31,8 @@ std::vector<SiteBytes> sites_by_bytes(const Context& ctx, const snapshot::Device
   std::partial_sort(v.begin(), v.begin() + static_cast<ptrdiff_t>(keep), v.end(), order);
   std::vector<SiteBytes> out;
   for (size_t i = 0; i < keep; ++i)
-    out.push_back({ctx.sites.name(SiteId{v[i].first}), ctx.sites.stack(v[i].second.stack), v[i].second.bytes,
-                   v[i].second.count});
+    out.push_back(
+        {ctx.sites.name(SiteId{v[i].first}), ctx.sites.stack(v[i].second.stack), v[i].second.bytes, v[i].second.count});
   return out;
 }
 
@@ -52,7 +52,8 @@ Peaks find_peaks(const Context& ctx, const Replay& replay, size_t top_sites) {
     peak.top_sites = sites_by_bytes(ctx, replay.state_after(p->event).device, top_sites);
     out.allocated = std::move(peak);
   }
-  if (const auto& p = replay.peak_reserved()) out.reserved = PeakReserved{p->event, time_of(p->event), p->totals.reserved};
+  if (const auto& p = replay.peak_reserved())
+    out.reserved = PeakReserved{p->event, time_of(p->event), p->totals.reserved};
   return out;
 }
 

@@ -177,7 +177,8 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
   }
   live.for_each([&](uint64_t, const LiveRange& r) { start_live.push_back(r); });
   // A deterministic order (the map's is seeded): by address.
-  std::sort(start_live.begin(), start_live.end(), [](const LiveRange& a, const LiveRange& b) { return a.addr < b.addr; });
+  std::sort(start_live.begin(), start_live.end(),
+            [](const LiveRange& a, const LiveRange& b) { return a.addr < b.addr; });
 }
 
 // Undoing an alloc removes its block (and learns its exact size when it survives to
@@ -232,7 +233,8 @@ void Replay::undo_segment_event(SegMap& segs, const TraceEvent& e, uint32_t i) {
       break;
     }
     case Action::SegmentFree: {
-      if (overlaps(segs, e.addr, e.size)) note(i, "segment_free of " + hex(e.addr) + ", but a segment is there after it");
+      if (overlaps(segs, e.addr, e.size))
+        note(i, "segment_free of " + hex(e.addr) + ", but a segment is there after it");
       Seg s;
       s.end = e.addr + e.size;
       s.stream = e.stream;

@@ -10,7 +10,9 @@ namespace memsnap::analysis {
 
 namespace {
 
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -23,10 +25,10 @@ std::string_view basename(std::string_view path) {
 // Native frames that every allocation passes through: the caching allocator and
 // tensor construction. They name no cause, so a fallback site skips them.
 bool allocation_machinery(std::string_view name) {
-  static constexpr std::string_view kParts[] = {"CUDACachingAllocator", "c10::cuda::", "_empty_generic",
-                                                "empty_generic",        "empty_cuda",  "empty_strided",
-                                                "at::empty",            "empty_like",  "create_out",
-                                                "set_output_raw_strided", "wrap_kernel_functor", "at::_ops::"};
+  static constexpr std::string_view kParts[] = {
+      "CUDACachingAllocator", "c10::cuda::", "_empty_generic", "empty_generic", "empty_cuda",
+      "empty_strided",        "at::empty",   "empty_like",     "create_out",    "set_output_raw_strided",
+      "wrap_kernel_functor",  "at::_ops::"};
   for (auto p : kParts)
     if (contains(name, p)) return true;
   return false;
@@ -75,12 +77,19 @@ FrameKind classify_frame(std::string_view file) {
 }
 
 bool is_noise_frame(std::string_view file, std::string_view name) {
-  static constexpr std::string_view kNames[] = {"unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp",
-                                                "_start",         "__libc_start_main",          "PyEval_",
-                                                "PyObject_",      "PyFunction_"};
-  static constexpr std::string_view kFiles[] = {"core/boxing",         "/Register",     "/Redispatch",
-                                                "pythonrun.c",         "Modules/main.c", "Objects/call.c",
-                                                "Objects/methodobject.c", "pycore_ceval.h", "ceval.c",
+  static constexpr std::string_view kNames[] = {"unwind::unwind",    "CapturedTraceback::gather",
+                                                "gather_with_cpp",   "_start",
+                                                "__libc_start_main", "PyEval_",
+                                                "PyObject_",         "PyFunction_"};
+  static constexpr std::string_view kFiles[] = {"core/boxing",
+                                                "/Register",
+                                                "/Redispatch",
+                                                "pythonrun.c",
+                                                "Modules/main.c",
+                                                "Objects/call.c",
+                                                "Objects/methodobject.c",
+                                                "pycore_ceval.h",
+                                                "ceval.c",
                                                 "cpython/abstract.h"};
   for (auto n : kNames)
     if (contains(name, n)) return true;
@@ -197,7 +206,10 @@ std::string Sites::compute_site(snapshot::StackId stack, StackTraits& traits, ui
     if (!native && !fi.machinery) native = &f;
   }
   if (!text.empty()) return text;
-  const snapshot::FrameId* named = python ? python : !node.empty() || !op.empty() ? nullptr : native ? native : innermost;
+  const snapshot::FrameId* named = python                         ? python
+                                   : !node.empty() || !op.empty() ? nullptr
+                                   : native                       ? native
+                                                                  : innermost;
   if (named) frame = named->v;
   if (python) return frame_string(*python);
   if (!node.empty()) return "backward: " + std::string(node);

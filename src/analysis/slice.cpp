@@ -14,7 +14,9 @@ using snapshot::Snapshot;
 
 namespace {
 
-std::string num(uint64_t v) { return std::to_string(v); }
+std::string num(uint64_t v) {
+  return std::to_string(v);
+}
 
 // Events [first, last] of one device; `none` when the window holds no event (then the state
 // is the one before `first`, i.e. after first - 1, or the start when first == 0).
@@ -86,7 +88,8 @@ void check_options(const SliceOptions& o, const Snapshot& snap) {
   if (o.device && !snap.device(*o.device))
     throw UsageError("--device " + std::to_string(*o.device) + ": the snapshot has no such device");
   int kinds = (o.last ? 1 : 0) + ((o.from || o.to) ? 1 : 0) + ((o.from_time || o.to_time) ? 1 : 0);
-  if (kinds > 1) throw UsageError("--last, --from/--to and --from-time/--to-time exclude each other: choose one window");
+  if (kinds > 1)
+    throw UsageError("--last, --from/--to and --from-time/--to-time exclude each other: choose one window");
   if (o.last && *o.last == 0) throw UsageError("--last 0: a window holds at least one event");
   if ((o.from || o.to) && !o.device) {
     size_t traced = 0;
@@ -140,8 +143,9 @@ Snapshot slice(const Snapshot& snap, const SliceOptions& o) {
       out.devices.push_back(std::move(st.device));
       if (!replay.consistent()) {
         const auto& m = *replay.first_mismatch();
-        out.warnings.push_back("device " + std::to_string(d.index) + ": the trace does not replay consistently (event " +
-                               std::to_string(m.event) + ": " + m.what + "); the cut state is the replay's best estimate");
+        out.warnings.push_back("device " + std::to_string(d.index) +
+                               ": the trace does not replay consistently (event " + std::to_string(m.event) + ": " +
+                               m.what + "); the cut state is the replay's best estimate");
       }
       if (uint64_t est = st.estimated_blocks; est > 0)
         out.warnings.push_back("device " + std::to_string(d.index) + ": " + std::to_string(est) +

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <tuple>
 
-
 namespace memsnap::analysis {
 
 namespace {
@@ -156,8 +155,7 @@ void StackProfileBuilder::add(const snapshot::Device& state, bool device_root) {
   }
 }
 
-StackProfile stack_profile(const snapshot::Snapshot& snap, const snapshot::Device& state,
-                           const StackOptions& options) {
+StackProfile stack_profile(const snapshot::Snapshot& snap, const snapshot::Device& state, const StackOptions& options) {
   StackProfileBuilder b(snap, options);
   b.add(state);
   return b.take();

@@ -115,8 +115,10 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
     if (r.pending_at_start) continue;
     uint32_t site = ctx.sites.site_of(r.stack).v;
     if (r.size > biggest[site]) biggest[site] = r.size, stack[site] = r.stack;
-    if (r.begin == kWindowStart) live[site] += r.size;
-    else changes.push_back({r.begin, site, static_cast<int64_t>(r.size)});
+    if (r.begin == kWindowStart)
+      live[site] += r.size;
+    else
+      changes.push_back({r.begin, site, static_cast<int64_t>(r.size)});
     if (r.freed != kNever) changes.push_back({r.freed, site, -static_cast<int64_t>(r.size)});
   }
   for (size_t s = 0; s < nsites; ++s) own_peak[s] = live[s];
@@ -133,7 +135,8 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
   for (uint32_t s = 0; s < nsites; ++s)
     if (own_peak[s] > 0) order.push_back(s);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return own_peak[a] != own_peak[b] ? own_peak[a] > own_peak[b] : ctx.sites.name(SiteId{a}) < ctx.sites.name(SiteId{b});
+    return own_peak[a] != own_peak[b] ? own_peak[a] > own_peak[b]
+                                      : ctx.sites.name(SiteId{a}) < ctx.sites.name(SiteId{b});
   });
   if (order.size() > opt.top_sites) order.resize(opt.top_sites);
   std::vector<uint32_t> column(nsites, static_cast<uint32_t>(order.size()));  // default: "other"

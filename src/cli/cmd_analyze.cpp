@@ -80,7 +80,7 @@ void analyze_many(const AnalyzeArgs& args, analysis::AnalyzeOptions options) {
   report::TextStyle style = text_style(args.common);
   std::vector<FileAnalysis> results(args.files.size());
   report::Fleet fleet;
-  std::vector<size_t> read;    // argument indices of the files analysed
+  std::vector<size_t> read;     // argument indices of the files analysed
   std::optional<size_t> worst;  // an OOM first, then the highest peak; the first such in argument order
   run_ordered(
       args.files.size(), effective_jobs(args.jobs),
@@ -114,16 +114,15 @@ void analyze_many(const AnalyzeArgs& args, analysis::AnalyzeOptions options) {
     for (size_t i : read) {
       if (!args.all && i != worst) continue;
       std::cout << '\n';
-      if (!args.all)
-        std::cout << "the worst file (an OOM first, then the highest peak); --all prints every file\n\n";
+      if (!args.all) std::cout << "the worst file (an OOM first, then the highest peak); --all prints every file\n\n";
       std::cout << results[i].text;
     }
   }
   std::cout.flush();
   if (!fleet.errors.empty())
-    throw Failure(std::to_string(fleet.errors.size()) + " of " + std::to_string(args.files.size()) +
-                      " files could not be read",
-                  kBadInput);
+    throw Failure(
+        std::to_string(fleet.errors.size()) + " of " + std::to_string(args.files.size()) + " files could not be read",
+        kBadInput);
 }
 
 }  // namespace
@@ -165,8 +164,10 @@ void add_analyze(CLI::App& app) {
     analysis::AnalyzeResult result = analysis::analyze(ctx, options);
     print_warnings(loaded, result.warnings);
     report::Source src{loaded.input, ctx};
-    if (args->common.format == Format::Json) report::write_analyze_json(std::cout, src, result);
-    else report::write_analyze_text(std::cout, src, result, text_style(args->common));
+    if (args->common.format == Format::Json)
+      report::write_analyze_json(std::cout, src, result);
+    else
+      report::write_analyze_text(std::cout, src, result, text_style(args->common));
   });
 }
 

@@ -38,8 +38,8 @@ double parse_share(const std::string& text) {
 
 void add_callgraph(CLI::App& app) {
   auto args = std::make_shared<CallgraphArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "callgraph", "Call graph of live memory: self, total and retained bytes (dominators)");
+  CLI::App* cmd =
+      app.add_subcommand("callgraph", "Call graph of live memory: self, total and retained bytes (dominators)");
   add_stack_options(*cmd, args->stack);
   cmd->add_flag("--by-function", args->stack.stack.by_function,
                 "One vertex per function and file (default: per function, file and line)");
@@ -58,9 +58,12 @@ void add_callgraph(CLI::App& app) {
     analysis::CallGraph graph =
         analysis::build_call_graph(profile_of(ls.loaded.snapshot, ls.states, args->stack.stack));
     report::CallgraphView view{&graph, &ls.source, min_share};
-    if (args->dot) report::write_callgraph_dot(std::cout, view);
-    else if (args->format == Format::Json) report::write_callgraph_json(std::cout, view);
-    else report::write_callgraph_text(std::cout, view, text_style(CommonOptions{}).width);
+    if (args->dot)
+      report::write_callgraph_dot(std::cout, view);
+    else if (args->format == Format::Json)
+      report::write_callgraph_json(std::cout, view);
+    else
+      report::write_callgraph_text(std::cout, view, text_style(CommonOptions{}).width);
   });
 }
 

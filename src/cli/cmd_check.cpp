@@ -2,8 +2,8 @@
 // JSON and JUnit XML. Files are checked in parallel (-j), reported in argument order.
 #include <algorithm>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -87,9 +87,12 @@ void read_config(const std::string& path, Limits& limits) {
     bool is_size = false;
     for (const char* name : kSizeChecks) is_size |= key == name;
     if (is_size) {
-      if (value.is_string()) limits.sizes[key] = size_value(value.get<std::string>(), where);
-      else if (value.is_number_unsigned()) limits.sizes[key] = value.get<uint64_t>();
-      else throw Failure(where + ": a size is a string (\"20GiB\") or a number of bytes", kBadInput);
+      if (value.is_string())
+        limits.sizes[key] = size_value(value.get<std::string>(), where);
+      else if (value.is_number_unsigned())
+        limits.sizes[key] = value.get<uint64_t>();
+      else
+        throw Failure(where + ": a size is a string (\"20GiB\") or a number of bytes", kBadInput);
     } else if (key == "max-fragmentation") {
       if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= 1))
         throw Failure(where + ": a number from 0 to 1", kBadInput);
@@ -157,8 +160,10 @@ void check_device(const std::string& file, const analysis::DeviceAnalysis& d, co
   };
   size("max-reserved", t.reserved_bytes, "devices[].totals.reserved_bytes");
   size("max-allocated", t.allocated_bytes, "devices[].totals.allocated_bytes");
-  if (d.peaks.allocated) size("max-peak", d.peaks.allocated->allocated_bytes, "devices[].peak.allocated_bytes");
-  else size("max-peak", t.allocated_bytes, "devices[].totals.allocated_bytes (no trace, so no peak)");
+  if (d.peaks.allocated)
+    size("max-peak", d.peaks.allocated->allocated_bytes, "devices[].peak.allocated_bytes");
+  else
+    size("max-peak", t.allocated_bytes, "devices[].totals.allocated_bytes (no trace, so no peak)");
   if (limits.fragmentation) {
     double worst = 0;
     for (const auto& p : t.pools) worst = std::max(worst, p.fragmentation);
@@ -216,7 +221,8 @@ FileChecks check_file(const std::string& path, const CommonOptions& common, cons
 
 void add_check(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
-  CLI::App* cmd = app.add_subcommand("check", "Limits for CI: PASS or FAIL per check, file and device; exit 1 on a failure");
+  CLI::App* cmd =
+      app.add_subcommand("check", "Limits for CI: PASS or FAIL per check, file and device; exit 1 on a failure");
   add_files_option(*cmd, args->files);
   auto size_opt = [&](const char* name, const char* what) {
     args->sizes[name] = "";
@@ -224,7 +230,8 @@ void add_check(CLI::App& app) {
   };
   size_opt("max-reserved", "Fail when memory reserved at the dump exceeds SIZE (e.g. 20GiB)");
   size_opt("max-allocated", "Fail when memory allocated at the dump exceeds SIZE");
-  size_opt("max-peak", "Fail when the trace's peak of allocated memory exceeds SIZE (allocated at the dump without a trace)");
+  size_opt("max-peak",
+           "Fail when the trace's peak of allocated memory exceeds SIZE (allocated at the dump without a trace)");
   cmd->add_option("--max-fragmentation", args->max_fragmentation,
                   "Fail when a pool's fragmentation (1 - largest stranded piece / stranded bytes, as in analyze) "
                   "exceeds F, from 0 to 1")
@@ -246,9 +253,10 @@ void add_check(CLI::App& app) {
   cmd->callback([args, cmd] {
     Limits limits = limits_of(*args, *cmd);
     if (!limits.any())
-      throw Failure("check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
-                    "--max-stranded, --no-leaks, --no-oom or --config)",
-                    kBadInput);
+      throw Failure(
+          "check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
+          "--max-stranded, --no-leaks, --no-oom or --config)",
+          kBadInput);
     size_t stdin_count = std::count(args->files.begin(), args->files.end(), std::string("-"));
     if (stdin_count > 1) throw Failure("- (stdin) can be given once", kBadInput);
     std::optional<io::OutputFile> junit;
@@ -265,7 +273,9 @@ void add_check(CLI::App& app) {
     report::TextStyle style = text_style(args->common);
     run_ordered(
         args->files.size(), effective_jobs(args->jobs),
-        [&](size_t i) { results[i] = check_file(args->files[i], args->common, limits, args->files.size() > 1 ? 1 : 0); },
+        [&](size_t i) {
+          results[i] = check_file(args->files[i], args->common, limits, args->files.size() > 1 ? 1 : 0);
+        },
         [&](size_t i) {
           std::cerr << results[i].warnings;
           for (auto& l : results[i].lines) {
@@ -274,14 +284,15 @@ void add_check(CLI::App& app) {
           }
           results[i] = {};
         });
-    if (args->common.format == Format::Json) report::write_check_json(std::cout, all, limits.json());
-    else report::write_check_text(std::cout, all, style);
+    if (args->common.format == Format::Json)
+      report::write_check_json(std::cout, all, limits.json());
+    else
+      report::write_check_text(std::cout, all, style);
     if (junit) write_output(*junit, [&](std::ostream& out) { report::write_check_junit(out, all); });
     report::CheckTotals t = report::check_totals(all);
     std::cout.flush();
     if (t.errors)
-      throw Failure(std::to_string(t.errors) + (t.errors == 1 ? " file" : " files") + " could not be read",
-                    kBadInput);
+      throw Failure(std::to_string(t.errors) + (t.errors == 1 ? " file" : " files") + " could not be read", kBadInput);
     if (t.failed)
       throw Failure(std::to_string(t.failed) + " of " + std::to_string(t.checks) + " checks failed", kCheckFailed);
   });

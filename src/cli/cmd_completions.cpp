@@ -10,7 +10,7 @@ namespace memsnap::cli {
 namespace {
 
 struct OptionSpec {
-  std::vector<std::string> names;    // "-o", "--output"
+  std::vector<std::string> names;  // "-o", "--output"
   std::string description;
   bool takes_value = false;
   bool file_value = false;           // complete file names for its value
@@ -91,11 +91,15 @@ void write_bash(std::ostream& out, const std::vector<CommandSpec>& cmds, const s
          "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\" cmd=\"\" i\n"
          "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
          "    case \"${COMP_WORDS[i]}\" in\n"
-         "      " << join(names, "|") << ") cmd=\"${COMP_WORDS[i]}\"; break ;;\n"
+         "      "
+      << join(names, "|")
+      << ") cmd=\"${COMP_WORDS[i]}\"; break ;;\n"
          "    esac\n"
          "  done\n"
          "  if [[ -z $cmd ]]; then\n"
-         "    COMPREPLY=($(compgen -W \"" << join(names, " ") << " " << join(global_words, " ") << "\" -- \"$cur\"))\n"
+         "    COMPREPLY=($(compgen -W \""
+      << join(names, " ") << " " << join(global_words, " ")
+      << "\" -- \"$cur\"))\n"
          "    return\n"
          "  fi\n"
          "  local opts=\"\"\n"
@@ -142,12 +146,18 @@ std::string zsh_text(const std::string& s, size_t max = 72) {
       out += "...";
       break;
     }
-    if (c == '\'') out += "'\\''";
-    else if (c == '[') out += '(';
-    else if (c == ']') out += ')';
-    else if (c == '\\' || c == '`' || c == '$') continue;
-    else if (c == '\n' || c == '\t') out += ' ';
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else if (c == '[')
+      out += '(';
+    else if (c == ']')
+      out += ')';
+    else if (c == '\\' || c == '`' || c == '$')
+      continue;
+    else if (c == '\n' || c == '\t')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -183,9 +193,12 @@ void write_zsh(std::ostream& out, const std::vector<CommandSpec>& cmds, const st
     for (const auto& o : c.options) {
       std::string action;
       if (o.takes_value) {
-        if (o.file_value) action = ":file:_files";
-        else if (!o.choices.empty()) action = ":value:(" + join(o.choices, " ") + ")";
-        else action = ":value: ";
+        if (o.file_value)
+          action = ":file:_files";
+        else if (!o.choices.empty())
+          action = ":value:(" + join(o.choices, " ") + ")";
+        else
+          action = ":value: ";
       }
       std::string spec = "[" + zsh_text(o.description) + "]" + action;
       if (o.names.size() == 1) {
@@ -221,8 +234,10 @@ void add_completions(CLI::App& app) {
     std::vector<CommandSpec> cmds = commands_of(*root);
     std::vector<OptionSpec> global = options_of(*root, nullptr);
     write_output(out, [&](std::ostream& os) {
-      if (args->shell == "bash") write_bash(os, cmds, global);
-      else write_zsh(os, cmds, global);
+      if (args->shell == "bash")
+        write_bash(os, cmds, global);
+      else
+        write_zsh(os, cmds, global);
     });
   });
 }

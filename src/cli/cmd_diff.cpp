@@ -45,7 +45,8 @@ void add_diff(CLI::App& app) {
       if (!limit) throw Failure("--fail-if-growth: not a size: '" + args->fail_if_growth + "'", kBadInput);
     }
     if (args->before == "-" && args->after == "-") throw Failure("only one of BEFORE and AFTER can be -", kBadInput);
-    if (args->flame && args->common.format == Format::Json) throw Failure("--flame and --format json: choose one", kBadInput);
+    if (args->flame && args->common.format == Format::Json)
+      throw Failure("--flame and --format json: choose one", kBadInput);
     if (!args->flame && !args->output.empty()) throw Failure("-o: only with --flame", kBadInput);
     // The two inputs are independent: parse them on both cores.
     auto later = std::async(std::launch::async, [&] { return load(args->after, args->common); });
@@ -56,17 +57,20 @@ void add_diff(CLI::App& app) {
     analysis::Context before_ctx(before.snapshot), after_ctx(after.snapshot);
     auto devices = analysis::diff_snapshots(before_ctx, after_ctx);
     report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top};
-    if (args->flame) write_diff_flame(before, after, args->output);
-    else if (args->common.format == Format::Json) report::write_diff_json(std::cout, view);
-    else report::write_diff_text(std::cout, view, text_style(args->common));
+    if (args->flame)
+      write_diff_flame(before, after, args->output);
+    else if (args->common.format == Format::Json)
+      report::write_diff_json(std::cout, view);
+    else
+      report::write_diff_text(std::cout, view, text_style(args->common));
     if (limit) {
       for (const auto& d : devices) {
         if (d.after.allocated_bytes <= d.before.allocated_bytes) continue;
         uint64_t grew = d.after.allocated_bytes - d.before.allocated_bytes;
         if (grew > *limit) {
           std::cout.flush();
-          throw Failure("allocated memory grew by " + human_bytes(grew) + " on device " +
-                            std::to_string(d.device) + " (" + human_bytes(d.before.allocated_bytes) + " -> " +
+          throw Failure("allocated memory grew by " + human_bytes(grew) + " on device " + std::to_string(d.device) +
+                            " (" + human_bytes(d.before.allocated_bytes) + " -> " +
                             human_bytes(d.after.allocated_bytes) + "), more than --fail-if-growth " +
                             human_bytes(*limit),
                         kCheckFailed);

@@ -21,8 +21,9 @@ struct EventsArgs {
 
 void add_events(CLI::App& app) {
   auto args = std::make_shared<EventsArgs>();
-  CLI::App* cmd = app.add_subcommand("events", "Trace events in order: what happened before an OOM, around the peak, "
-                                               "or at any event");
+  CLI::App* cmd = app.add_subcommand("events",
+                                     "Trace events in order: what happened before an OOM, around the peak, "
+                                     "or at any event");
   add_file_option(*cmd, args->file);
   add_common_options(*cmd, args->common);
   cmd->add_option("--device", args->device, "Only this device (default: all)")->option_text("N");
@@ -55,8 +56,10 @@ void add_events(CLI::App& app) {
       devices.push_back(analysis::list_events(ctx, d, options));
     }
     report::Source src{loaded.input, ctx};
-    if (args->common.format == Format::Json) report::write_events_json(std::cout, src, devices, origin);
-    else report::write_events_text(std::cout, src, devices, origin, text_style(args->common));
+    if (args->common.format == Format::Json)
+      report::write_events_json(std::cout, src, devices, origin);
+    else
+      report::write_events_text(std::cout, src, devices, origin, text_style(args->common));
   });
 }
 

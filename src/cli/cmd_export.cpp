@@ -44,9 +44,10 @@ ExportFormat resolve_format(const ExportArgs& a) {
 
 void add_export(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "export", "The snapshot in PyTorch's own schema, as JSON or a pickle the PyTorch memory viewer loads; "
-                "whole, or cut to a window of the trace with the state at its end");
+  CLI::App* cmd =
+      app.add_subcommand("export",
+                         "The snapshot in PyTorch's own schema, as JSON or a pickle the PyTorch memory viewer loads; "
+                         "whole, or cut to a window of the trace with the state at its end");
   add_file_option(*cmd, args->file);
   cmd->add_option("-o,--output", args->output,
                   "Output file (default: - for stdout); written to a temporary file and renamed into place")
@@ -59,16 +60,14 @@ void add_export(CLI::App& app) {
   cmd->add_option("--device", args->window.device, "Only this device (default: all)")->option_text("N");
   // The window options exclude each other; analysis::slice says so in one line.
   cmd->add_option("--last", args->window.last, "The window: the last N trace events")->option_text("N");
-  cmd->add_option("--from", args->window.from, "The window: from trace event INDEX (inclusive)")
-                   ->option_text("INDEX");
-  cmd->add_option("--to", args->window.to, "The window: up to trace event INDEX (inclusive)")
-                 ->option_text("INDEX");
+  cmd->add_option("--from", args->window.from, "The window: from trace event INDEX (inclusive)")->option_text("INDEX");
+  cmd->add_option("--to", args->window.to, "The window: up to trace event INDEX (inclusive)")->option_text("INDEX");
   cmd->add_option("--from-time", args->window.from_time,
-                                    "The window: from the first event at or after US (epoch microseconds)")
-                        ->option_text("US");
+                  "The window: from the first event at or after US (epoch microseconds)")
+      ->option_text("US");
   cmd->add_option("--to-time", args->window.to_time,
-                                  "The window: up to the last event at or before US (epoch microseconds)")
-                      ->option_text("US");
+                  "The window: up to the last event at or before US (epoch microseconds)")
+      ->option_text("US");
   cmd->add_option("--max-memory", args->max_memory,
                   "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
       ->option_text("SIZE");
@@ -96,8 +95,10 @@ void add_export(CLI::App& app) {
       for (const auto& w : cut->warnings) std::cerr << "memsnap: note: " << shown << ": " << w << '\n';
     }
     write_output(output, [&](std::ostream& out) {
-      if (format == ExportFormat::Json) report::write_snapshot_json(out, *snap);
-      else report::write_snapshot_pickle(out, *snap);
+      if (format == ExportFormat::Json)
+        report::write_snapshot_json(out, *snap);
+      else
+        report::write_snapshot_pickle(out, *snap);
     });
     if (!output.is_stdout() && !args->quiet) {
       uint64_t events = 0, segments = 0;

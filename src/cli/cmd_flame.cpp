@@ -35,14 +35,15 @@ FlameFormat format_for(const std::optional<FlameFormat>& format, const std::stri
   return ends_with_ci(output, ".svg") ? FlameFormat::Svg : FlameFormat::Folded;
 }
 
-std::string count(uint64_t n, const char* one, const char* many) { return with_commas(n) + " " + (n == 1 ? one : many); }
+std::string count(uint64_t n, const char* one, const char* many) {
+  return with_commas(n) + " " + (n == 1 ? one : many);
+}
 
 }  // namespace
 
 void add_flame(CLI::App& app) {
   auto args = std::make_shared<FlameArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "flame", "Live memory by full call stack: folded stacks or an SVG flame graph");
+  CLI::App* cmd = app.add_subcommand("flame", "Live memory by full call stack: folded stacks or an SVG flame graph");
   add_stack_options(*cmd, args->stack);
   cmd->add_option("-o,--output", args->output, "Output file: .svg for a flame graph, else folded stacks (default: -)")
       ->option_text("OUT");
@@ -68,7 +69,7 @@ void add_flame(CLI::App& app) {
       o.width = args->width;
       o.script = args->script;
       o.unit = args->stack.stack.state == analysis::StackState::All ? "in all blocks (reserved)"
-                                                                     : analysis::to_string(args->stack.stack.state);
+                                                                    : analysis::to_string(args->stack.stack.state);
       o.subtitle = ls.source.path + ": " + report::describe(ls.source) + ", " + human_bytes(profile.bytes) + " in " +
                    count(profile.blocks, "block", "blocks");
       report::write_flame_svg(out, analysis::flame_tree(profile), o);

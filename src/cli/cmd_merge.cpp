@@ -2,9 +2,9 @@
 // many files', or earlier merges'), as text or as a JSON document merge itself reads back.
 #include <algorithm>
 #include <fstream>
-#include <map>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -42,13 +42,13 @@ std::string json_message(const std::string& what) {
 
 void add_merge(CLI::App& app) {
   auto args = std::make_shared<MergeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "merge", "One fleet summary from analyze --format json outputs (or earlier merges)");
+  CLI::App* cmd =
+      app.add_subcommand("merge", "One fleet summary from analyze --format json outputs (or earlier merges)");
   cmd->add_option("FILE", args->files, "analyze --format json or merge --format json outputs (- for stdin, once)")
       ->required();
   cmd->add_option("--format", args->common.format, "Output format: text (default) or json (which merge reads back)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{{"text", Format::Text}, {"json", Format::Json}}, CLI::ignore_case))
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"text", Format::Text}, {"json", Format::Json}},
+                                          CLI::ignore_case))
       ->option_text("text|json");
   cmd->add_flag("--no-color", args->common.no_color, "Never colour the text output (NO_COLOR is honoured too)");
   cmd->footer(
@@ -73,8 +73,10 @@ void add_merge(CLI::App& app) {
       }
     }
     report::finish_fleet(fleet);
-    if (args->common.format == Format::Json) report::write_fleet_json(std::cout, fleet);
-    else report::write_fleet_text(std::cout, fleet, text_style(args->common));
+    if (args->common.format == Format::Json)
+      report::write_fleet_json(std::cout, fleet);
+    else
+      report::write_fleet_text(std::cout, fleet, text_style(args->common));
   });
 }
 

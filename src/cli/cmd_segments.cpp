@@ -40,8 +40,10 @@ FileSegments segments_of(const std::string& path, const SegmentsArgs& args, cons
     fs.warnings = warnings_text(loaded, result.warnings);
     report::Source src{loaded.input, ctx};
     std::ostringstream out;
-    if (args.common.format == Format::Json) report::write_segments_json(out, src, result, size_t(args.top));
-    else report::write_segments_text(out, src, result, size_t(args.top), style);
+    if (args.common.format == Format::Json)
+      report::write_segments_json(out, src, result, size_t(args.top));
+    else
+      report::write_segments_text(out, src, result, size_t(args.top), style);
     fs.output = std::move(out).str();
   });
   return fs;
@@ -50,7 +52,8 @@ FileSegments segments_of(const std::string& path, const SegmentsArgs& args, cons
 
 void add_segments(CLI::App& app) {
   auto args = std::make_shared<SegmentsArgs>();
-  CLI::App* cmd = app.add_subcommand("segments", "The segment map: each segment's blocks to scale, worst fragmented first");
+  CLI::App* cmd =
+      app.add_subcommand("segments", "The segment map: each segment's blocks to scale, worst fragmented first");
   add_files_option(*cmd, args->files);
   cmd->add_option("--top", args->top, "Segments shown per device (default 20; 0 shows all)")->option_text("N");
   add_common_options(*cmd, args->common);
@@ -70,8 +73,10 @@ void add_segments(CLI::App& app) {
       analysis::AnalyzeResult result = analysis::analyze(ctx, options);
       print_warnings(loaded, result.warnings);
       report::Source src{loaded.input, ctx};
-      if (args->common.format == Format::Json) report::write_segments_json(std::cout, src, result, size_t(args->top));
-      else report::write_segments_text(std::cout, src, result, size_t(args->top), style);
+      if (args->common.format == Format::Json)
+        report::write_segments_json(std::cout, src, result, size_t(args->top));
+      else
+        report::write_segments_text(std::cout, src, result, size_t(args->top), style);
       return;
     }
     if (std::count(args->files.begin(), args->files.end(), std::string("-")) > 1)

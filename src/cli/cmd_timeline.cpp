@@ -98,8 +98,10 @@ void add_timeline(CLI::App& app) {
     std::vector<analysis::Timeline> timelines;
     std::vector<int> skipped;
     for (auto& d : result.devices) {
-      if (d.timeline) timelines.push_back(std::move(*d.timeline));
-      else skipped.push_back(d.device);
+      if (d.timeline)
+        timelines.push_back(std::move(*d.timeline));
+      else
+        skipped.push_back(d.device);
     }
     if (timelines.empty())
       throw Failure(terminal_safe(shown) +
@@ -107,7 +109,8 @@ void add_timeline(CLI::App& app) {
                         "nothing to plot",
                     kBadInput);
     for (int dev : skipped)
-      std::cerr << "memsnap: note: " << terminal_safe(shown) << ": device " << dev << " has no trace entries: not plotted\n";
+      std::cerr << "memsnap: note: " << terminal_safe(shown) << ": device " << dev
+                << " has no trace entries: not plotted\n";
 
     report::TimelineView view{&loaded.input, &timelines, result.time_origin_us};
     write_output(output, [&](std::ostream& out) {

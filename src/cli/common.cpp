@@ -56,8 +56,10 @@ report::TextStyle text_style(const CommonOptions& o) {
   s.color = tty && !o.no_color && !(no_color && *no_color);
   struct winsize ws {};
   long cols = 0;
-  if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) cols = ws.ws_col;
-  else if (const char* env = std::getenv("COLUMNS")) cols = std::strtol(env, nullptr, 10);
+  if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+    cols = ws.ws_col;
+  else if (const char* env = std::getenv("COLUMNS"))
+    cols = std::strtol(env, nullptr, 10);
   if (cols >= 40) s.width = static_cast<int>(std::min(cols, 240L));  // a sane terminal, whatever COLUMNS says
   return s;
 }
@@ -66,7 +68,8 @@ void add_state_options(CLI::App& cmd, StateOptions& o) {
   cmd.add_option("--device", o.device, "Only this device (default: all)")->option_text("N");
   auto* at = cmd.add_option("--at", o.at, "The allocator state right after trace event INDEX (rebuilt by replay)")
                  ->option_text("INDEX");
-  cmd.add_option("--at-time", o.at_time, "The state at the last trace event at or before this time (epoch microseconds)")
+  cmd.add_option("--at-time", o.at_time,
+                 "The state at the last trace event at or before this time (epoch microseconds)")
       ->option_text("US")
       ->excludes(at);
 }
@@ -77,7 +80,9 @@ void apply(const StateOptions& state, analysis::AnalyzeOptions& o) {
   o.at_time = state.at_time;
 }
 
-std::string shown_path(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+std::string shown_path(const std::string& path) {
+  return path == "-" ? "<stdin>" : path;
+}
 
 void add_file_option(CLI::App& cmd, std::string& file) {
   cmd.add_option("FILE", file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")->required();

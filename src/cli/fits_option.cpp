@@ -39,7 +39,8 @@ uint64_t stream_value(const std::string& text) {
 
 void add_fits_options(CLI::App& cmd, FitsOptions& o) {
   // Values are checked as soon as they are parsed, before the snapshot is loaded.
-  cmd.add_option("--fits", o.size, "Would a request of SIZE (e.g. 1.5GiB) be served from the cache, or need cudaMalloc?")
+  cmd.add_option("--fits", o.size,
+                 "Would a request of SIZE (e.g. 1.5GiB) be served from the cache, or need cudaMalloc?")
       ->option_text("SIZE")
       ->each([](const std::string& v) { fits_bytes(v); });
   cmd.add_option("--stream", o.stream, "Stream of the --fits request: decimal or 0x hex (default 0)")

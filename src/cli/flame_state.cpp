@@ -33,10 +33,11 @@ std::optional<FlameState> flame_state(const snapshot::Snapshot& snap, const snap
     case FlameAt::Kind::Dump: break;
     case FlameAt::Kind::Event:
       if (at.event >= trace.size())
-        throw Failure("--at " + std::to_string(at.event) + ": device " + std::to_string(dumped.index) + " has " +
-                          std::to_string(trace.size()) + " trace entries" +
-                          (trace.empty() ? std::string() : " (valid indices 0 to " + std::to_string(trace.size() - 1) + ")"),
-                      kBadInput);
+        throw Failure(
+            "--at " + std::to_string(at.event) + ": device " + std::to_string(dumped.index) + " has " +
+                std::to_string(trace.size()) + " trace entries" +
+                (trace.empty() ? std::string() : " (valid indices 0 to " + std::to_string(trace.size() - 1) + ")"),
+            kBadInput);
       index = at.event;
       out.point.what = "event";
       break;
@@ -72,19 +73,23 @@ std::vector<FlameState> flame_states(const snapshot::Snapshot& snap, const std::
   std::vector<int> skipped;
   for (const auto& d : snap.devices) {
     if (device && d.index != *device) continue;
-    if (auto s = flame_state(snap, d, at)) states.push_back(std::move(*s));
+    if (auto s = flame_state(snap, d, at))
+      states.push_back(std::move(*s));
     else if (device || snap.devices.size() == 1)
       throw Failure(shown + ": " + missing("device " + std::to_string(d.index) + " has"), kBadInput);
-    else skipped.push_back(d.index);
+    else
+      skipped.push_back(d.index);
   }
   if (states.empty() && !skipped.empty())
-    throw Failure(shown + ": " + (peak ? std::string("no device has trace entries (recorded without history): no "
-                                                     "peak to rebuild")
-                                       : std::string("no device has an out-of-memory event in its trace")),
+    throw Failure(shown + ": " +
+                      (peak ? std::string("no device has trace entries (recorded without history): no "
+                                          "peak to rebuild")
+                            : std::string("no device has an out-of-memory event in its trace")),
                   kBadInput);
   if (states.empty()) throw Failure(shown + ": the snapshot has no devices", kBadInput);
   for (int d : skipped)
-    std::cerr << "memsnap: note: " << shown << ": " << missing("device " + std::to_string(d) + " has") << ": left out\n";
+    std::cerr << "memsnap: note: " << shown << ": " << missing("device " + std::to_string(d) + " has")
+              << ": left out\n";
   return states;
 }
 
@@ -106,11 +111,11 @@ void add_stack_options(CLI::App& cmd, StackArgs& a) {
   cmd.add_option("--state", a.stack.state,
                  "Which blocks: allocated (default), active (also pending frees) or all (also cached free "
                  "blocks, under <cached free>)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, analysis::StackState>{
-                                              {"allocated", analysis::StackState::Allocated},
-                                              {"active", analysis::StackState::Active},
-                                              {"all", analysis::StackState::All}},
-                                          CLI::ignore_case))
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, analysis::StackState>{{"allocated", analysis::StackState::Allocated},
+                                                      {"active", analysis::StackState::Active},
+                                                      {"all", analysis::StackState::All}},
+          CLI::ignore_case))
       ->option_text("WHICH");
   cmd.add_flag("--cpp", a.stack.cpp, "Keep C++ frames in stacks that have Python frames (default: dropped there)");
   cmd.add_option("--max-memory", a.max_memory, "Largest decompressed input held in memory (default 16GiB)")
@@ -142,7 +147,8 @@ void write_file(const std::string& path, const std::string& data) {
   size_t n = std::fwrite(data.data(), 1, data.size(), f);
   int err = n == data.size() ? 0 : errno;
   if (std::fclose(f) != 0 && err == 0) err = errno;
-  if (n != data.size() || err != 0) throw Failure(path + ": cannot write: " + std::strerror(err ? err : EIO), kBadInput);
+  if (n != data.size() || err != 0)
+    throw Failure(path + ": cannot write: " + std::strerror(err ? err : EIO), kBadInput);
 }
 
 }  // namespace memsnap::cli

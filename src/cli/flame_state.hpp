@@ -35,7 +35,8 @@ struct FlameState {
 /// to the event named, to the event after which allocated memory was highest
 /// (the first such event), or to its last out-of-memory event. nullopt when the
 /// device has no such event (no trace, or no OOM); Failure when INDEX is out of range.
-std::optional<FlameState> flame_state(const snapshot::Snapshot& snap, const snapshot::Device& dumped, const FlameAt& at);
+std::optional<FlameState> flame_state(const snapshot::Snapshot& snap, const snapshot::Device& dumped,
+                                      const FlameAt& at);
 
 /// The states of the selected devices (every device when `device` is empty).
 /// Devices without the point are skipped with a note on stderr; Failure when

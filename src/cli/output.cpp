@@ -50,8 +50,10 @@ std::atomic<bool> g_progress_owner{false};  // one progress line at a time
 
 std::string megabytes(uint64_t n) {
   char buf[32];
-  if (n >= 10'000'000'000ull) std::snprintf(buf, sizeof buf, "%.1f GB", double(n) / 1e9);
-  else std::snprintf(buf, sizeof buf, "%.0f MB", double(n) / 1e6);
+  if (n >= 10'000'000'000ull)
+    std::snprintf(buf, sizeof buf, "%.1f GB", double(n) / 1e9);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MB", double(n) / 1e6);
   return buf;
 }
 }  // namespace

@@ -1,7 +1,6 @@
 // ByteSource: mmap for plain files (stdin too when it is one), one growing buffer for pipes and
 // decompressed data, counted against the run's memory bound.
 #include "memsnap/io/byte_source.hpp"
-#include "memsnap/util/progress.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 #include <mutex>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/progress.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::io {
@@ -31,7 +31,9 @@ const char* to_string(Compression c) {
   return "?";
 }
 
-const char* to_string(Encoding e) { return e == Encoding::Json ? "json" : "pickle"; }
+const char* to_string(Encoding e) {
+  return e == Encoding::Json ? "json" : "pickle";
+}
 
 Compression detect_compression(std::span<const uint8_t> b) {
   if (b.size() >= 4 && b[0] == 0x28 && b[1] == 0xB5 && b[2] == 0x2F && b[3] == 0xFD) return Compression::Zstd;
@@ -69,8 +71,8 @@ void on_sigbus(int sig, siginfo_t* info, void* ctx) {
     size_t n = g.len.load(std::memory_order_acquire);
     if (b == 0 || addr < b || addr >= b + n) continue;
     uintptr_t page = addr & ~uintptr_t(g_page - 1);
-    void* r = mmap(reinterpret_cast<void*>(page), size_t(g_page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-                   -1, 0);
+    void* r =
+        mmap(reinterpret_cast<void*>(page), size_t(g_page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (r == MAP_FAILED) break;
     uint64_t off = page > b ? page - b : 0;
     uint64_t cur = g.fault.load();
@@ -238,7 +240,9 @@ util::PodBuffer<uint8_t> read_all(int fd, const ReadOptions& o, const char* what
 
 }  // namespace
 
-ByteSource::ByteSource(ByteSource&& o) noexcept { *this = std::move(o); }
+ByteSource::ByteSource(ByteSource&& o) noexcept {
+  *this = std::move(o);
+}
 
 ByteSource& ByteSource::operator=(ByteSource&& o) noexcept {
   if (this != &o) {
@@ -258,7 +262,9 @@ ByteSource& ByteSource::operator=(ByteSource&& o) noexcept {
   return *this;
 }
 
-ByteSource::~ByteSource() { release(); }
+ByteSource::~ByteSource() {
+  release();
+}
 
 void ByteSource::release() {
   unguard(guard_);
@@ -281,25 +287,34 @@ Encoding ByteSource::encoding() const {
 void ByteSource::check_text_encoding() const {
   std::span<const uint8_t> b = data_;
   const char* name = nullptr;
-  if (b.size() >= 4 && b[0] == 0xFF && b[1] == 0xFE && b[2] == 0 && b[3] == 0) name = "UTF-32 (little-endian)";
-  else if (b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0xFE && b[3] == 0xFF) name = "UTF-32 (big-endian)";
-  else if (b.size() >= 2 && b[0] == 0xFF && b[1] == 0xFE) name = "UTF-16 (little-endian)";
-  else if (b.size() >= 2 && b[0] == 0xFE && b[1] == 0xFF) name = "UTF-16 (big-endian)";
-  else if (b.size() >= 4 && (b[0] == '{' || b[0] == '[') && b[1] == 0 && b[2] == 0 && b[3] == 0) name = "UTF-32 (little-endian)";
-  else if (b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0 && (b[3] == '{' || b[3] == '[')) name = "UTF-32 (big-endian)";
-  else if (b.size() >= 2 && (b[0] == '{' || b[0] == '[') && b[1] == 0) name = "UTF-16 (little-endian)";
-  else if (b.size() >= 2 && b[0] == 0 && (b[1] == '{' || b[1] == '[')) name = "UTF-16 (big-endian)";
+  if (b.size() >= 4 && b[0] == 0xFF && b[1] == 0xFE && b[2] == 0 && b[3] == 0)
+    name = "UTF-32 (little-endian)";
+  else if (b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0xFE && b[3] == 0xFF)
+    name = "UTF-32 (big-endian)";
+  else if (b.size() >= 2 && b[0] == 0xFF && b[1] == 0xFE)
+    name = "UTF-16 (little-endian)";
+  else if (b.size() >= 2 && b[0] == 0xFE && b[1] == 0xFF)
+    name = "UTF-16 (big-endian)";
+  else if (b.size() >= 4 && (b[0] == '{' || b[0] == '[') && b[1] == 0 && b[2] == 0 && b[3] == 0)
+    name = "UTF-32 (little-endian)";
+  else if (b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0 && (b[3] == '{' || b[3] == '['))
+    name = "UTF-32 (big-endian)";
+  else if (b.size() >= 2 && (b[0] == '{' || b[0] == '[') && b[1] == 0)
+    name = "UTF-16 (little-endian)";
+  else if (b.size() >= 2 && b[0] == 0 && (b[1] == '{' || b[1] == '['))
+    name = "UTF-16 (big-endian)";
   if (name)
-    throw_at_offset(0, std::string("the input is ") + name +
-                           " text; memsnap reads JSON as UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8) or a pickle");
+    throw_at_offset(0,
+                    std::string("the input is ") + name +
+                        " text; memsnap reads JSON as UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8) or a pickle");
 }
 
 void ByteSource::check_intact() const {
   if (guard_ < 0) return;
   uint64_t f = g_guards[guard_].fault.load();
   if (f == UINT64_MAX) return;
-  throw_at_offset(f, "the file shrank while it was being read (is it being rewritten?); " +
-                         with_commas(map_len_) + " bytes were there when it was opened");
+  throw_at_offset(f, "the file shrank while it was being read (is it being rewritten?); " + with_commas(map_len_) +
+                         " bytes were there when it was opened");
 }
 
 ByteSource ByteSource::from_bytes(std::vector<uint8_t> bytes, const ReadOptions& options) {
@@ -367,8 +382,8 @@ ByteSource ByteSource::open(const std::string& path, const ReadOptions& options)
       return s;
     }
     // Decompress, then let the mapping go (the destructor of a moved-from source would too).
-    util::PodBuffer<uint8_t> out = s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options)
-                                                                        : decompress_zstd(bytes, options);
+    util::PodBuffer<uint8_t> out =
+        s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options) : decompress_zstd(bytes, options);
     s.check_intact();
     ByteSource d;
     d.stored_bytes_ = s.stored_bytes_;
@@ -387,8 +402,8 @@ ByteSource ByteSource::open(const std::string& path, const ReadOptions& options)
     s.data_ = std::span<const uint8_t>(s.buffer_.data(), s.buffer_.size());
     return s;
   }
-  util::PodBuffer<uint8_t> out = s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options)
-                                                                      : decompress_zstd(bytes, options);
+  util::PodBuffer<uint8_t> out =
+      s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options) : decompress_zstd(bytes, options);
   raw = util::PodBuffer<uint8_t>();
   if (options.budget) options.budget->set(util::Account::Input, out.size());
   s.buffer_ = std::move(out);

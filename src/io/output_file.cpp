@@ -2,9 +2,9 @@
 #include "memsnap/io/output_file.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,7 +75,9 @@ std::streamsize FdStreamBuf::xsputn(const char* s, std::streamsize n) {
   return n;
 }
 
-int FdStreamBuf::sync() { return flush_buffer() ? 0 : -1; }
+int FdStreamBuf::sync() {
+  return flush_buffer() ? 0 : -1;
+}
 
 // ---- temporary files removed on SIGINT, SIGTERM, SIGHUP ----------------------------------
 
@@ -127,9 +129,13 @@ void release_slot(int slot) {
   g_temp_used[slot] = 0;
 }
 
-std::string reason(int err) { return std::strerror(err ? err : EIO); }
+std::string reason(int err) {
+  return std::strerror(err ? err : EIO);
+}
 
-bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+bool same_inode(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
 
 mode_t default_mode() {
   mode_t mask = ::umask(022);
@@ -141,7 +147,8 @@ mode_t default_mode() {
 
 bool same_file(const std::string& a, const std::string& b) {
   if (a == "-" || b == "-") return false;
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && same_inode(sa, sb);
 }
 
@@ -275,7 +282,9 @@ CheckedStdout::~CheckedStdout() {
   g_checked_stdout = nullptr;
 }
 
-FdStreamBuf* CheckedStdout::current() { return g_checked_stdout.load(); }
+FdStreamBuf* CheckedStdout::current() {
+  return g_checked_stdout.load();
+}
 
 void CheckedStdout::finish() {
   std::cout.flush();

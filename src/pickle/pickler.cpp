@@ -10,10 +10,28 @@ namespace memsnap::pickle {
 
 namespace op {
 enum : uint8_t {
-  MARK = '(', STOP = '.', BININT = 'J', BININT1 = 'K', BININT2 = 'M', NONE = 'N', BINUNICODE = 'X',
-  APPENDS = 'e', BINGET = 'h', LONG_BINGET = 'j', EMPTY_LIST = ']', EMPTY_DICT = '}', SETITEMS = 'u',
-  TUPLE = 't', BINFLOAT = 'G', PROTO = 0x80, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a,
-  SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, MEMOIZE = 0x94,
+  MARK = '(',
+  STOP = '.',
+  BININT = 'J',
+  BININT1 = 'K',
+  BININT2 = 'M',
+  NONE = 'N',
+  BINUNICODE = 'X',
+  APPENDS = 'e',
+  BINGET = 'h',
+  LONG_BINGET = 'j',
+  EMPTY_LIST = ']',
+  EMPTY_DICT = '}',
+  SETITEMS = 'u',
+  TUPLE = 't',
+  BINFLOAT = 'G',
+  PROTO = 0x80,
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  LONG1 = 0x8a,
+  SHORT_BINUNICODE = 0x8c,
+  BINUNICODE8 = 0x8d,
+  MEMOIZE = 0x94,
 };
 }  // namespace op
 
@@ -221,7 +239,8 @@ void Pickler::end_list() {
 }
 
 void Pickler::end_tuple() {
-  if (open_.empty() || open_.back().kind != Kind::Tuple) throw std::logic_error("Pickler: end_tuple without begin_tuple");
+  if (open_.empty() || open_.back().kind != Kind::Tuple)
+    throw std::logic_error("Pickler: end_tuple without begin_tuple");
   put(op::TUPLE);
   open_.pop_back();
   tuple_just_opened_ = false;

@@ -20,18 +20,74 @@ namespace memsnap::pickle {
 
 namespace op {
 enum : uint8_t {
-  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I', BININT = 'J',
-  BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P', BINPERSID = 'Q', REDUCE = 'R',
-  STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U', UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a',
-  BUILD = 'b', GLOBAL = 'c', DICT = 'd', EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h',
-  INST = 'i', LONG_BINGET = 'j', LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q',
-  LONG_BINPUT = 'r', SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
-  BINBYTES = 'B', SHORT_BINBYTES = 'C',
-  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85, TUPLE2 = 0x86,
-  TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b, SHORT_BINUNICODE = 0x8c,
-  BINUNICODE8 = 0x8d, BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91,
-  NEWOBJ_EX = 0x92, STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96,
-  NEXT_BUFFER = 0x97, READONLY_BUFFER = 0x98,
+  MARK = '(',
+  STOP = '.',
+  POP = '0',
+  POP_MARK = '1',
+  DUP = '2',
+  FLOAT = 'F',
+  INT = 'I',
+  BININT = 'J',
+  BININT1 = 'K',
+  LONG = 'L',
+  BININT2 = 'M',
+  NONE = 'N',
+  PERSID = 'P',
+  BINPERSID = 'Q',
+  REDUCE = 'R',
+  STRING = 'S',
+  BINSTRING = 'T',
+  SHORT_BINSTRING = 'U',
+  UNICODE = 'V',
+  BINUNICODE = 'X',
+  APPEND = 'a',
+  BUILD = 'b',
+  GLOBAL = 'c',
+  DICT = 'd',
+  EMPTY_DICT = '}',
+  APPENDS = 'e',
+  GET = 'g',
+  BINGET = 'h',
+  INST = 'i',
+  LONG_BINGET = 'j',
+  LIST = 'l',
+  EMPTY_LIST = ']',
+  OBJ = 'o',
+  PUT = 'p',
+  BINPUT = 'q',
+  LONG_BINPUT = 'r',
+  SETITEM = 's',
+  TUPLE = 't',
+  EMPTY_TUPLE = ')',
+  SETITEMS = 'u',
+  BINFLOAT = 'G',
+  BINBYTES = 'B',
+  SHORT_BINBYTES = 'C',
+  PROTO = 0x80,
+  NEWOBJ = 0x81,
+  EXT1 = 0x82,
+  EXT2 = 0x83,
+  EXT4 = 0x84,
+  TUPLE1 = 0x85,
+  TUPLE2 = 0x86,
+  TUPLE3 = 0x87,
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  LONG1 = 0x8a,
+  LONG4 = 0x8b,
+  SHORT_BINUNICODE = 0x8c,
+  BINUNICODE8 = 0x8d,
+  BINBYTES8 = 0x8e,
+  EMPTY_SET = 0x8f,
+  ADDITEMS = 0x90,
+  FROZENSET = 0x91,
+  NEWOBJ_EX = 0x92,
+  STACK_GLOBAL = 0x93,
+  MEMOIZE = 0x94,
+  FRAME = 0x95,
+  BYTEARRAY8 = 0x96,
+  NEXT_BUFFER = 0x97,
+  READONLY_BUFFER = 0x98,
 };
 }  // namespace op
 
@@ -143,8 +199,13 @@ class ValueStack {
 class Unpickler {
  public:
   Unpickler(std::span<const uint8_t> in, const Limits& limits)
-      : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), limits_(limits), g_(in),
-        stack_(limits.max_stack), ticker_(&limits_.progress, in.size()) {
+      : begin_(in.data()),
+        p_(in.data()),
+        end_(in.data() + in.size()),
+        limits_(limits),
+        g_(in),
+        stack_(limits.max_stack),
+        ticker_(&limits_.progress, in.size()) {
     g_.set_budget(limits.budget, &extra_bytes_);
   }
 
@@ -152,7 +213,9 @@ class Unpickler {
 
  private:
   // ---- errors -------------------------------------------------------------
-  [[noreturn, gnu::cold, gnu::noinline]] void fail(const std::string& msg) const { throw_at_offset(uint64_t(op_at_ - begin_), msg); }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const std::string& msg) const {
+    throw_at_offset(uint64_t(op_at_ - begin_), msg);
+  }
   [[noreturn, gnu::cold, gnu::noinline]] void truncated(uint64_t need) const {
     fail(std::string("truncated ") + opcode_name(opcode_) + " (needs " + std::to_string(need) + " bytes, " +
          std::to_string(uint64_t(end_ - p_)) + " left)");
@@ -265,7 +328,7 @@ class Unpickler {
   std::vector<size_t> marks_;
   size_t fence_ = 0;  // where the items above the last MARK start
   std::vector<uint32_t> memo_;
-  uint64_t extra_bytes_ = 0;  // memo and stack, counted with the graph
+  uint64_t extra_bytes_ = 0;                                    // memo and stack, counted with the graph
   std::unordered_map<uint64_t, ValueId, util::Hasher> sparse_;  // seeded: crafted PUT indices cannot collide
   uint64_t memo_count_ = 0;
   int protocol_ = 0;
@@ -309,7 +372,8 @@ ValueId Unpickler::decimal_int(std::string_view s) {
     digits.push_back(c);
   }
   if (digits.empty()) fail(std::string(opcode_name(opcode_)) + ": invalid integer literal");
-  if (digits.size() > kMaxDecimalDigits) fail(std::string(opcode_name(opcode_)) + ": integer has more than 4300 digits");
+  if (digits.size() > kMaxDecimalDigits)
+    fail(std::string(opcode_name(opcode_)) + ": integer has more than 4300 digits");
   uint64_t v = 0;
   auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
   if (r.ec == std::errc()) {
@@ -371,7 +435,10 @@ ValueId Unpickler::python_string_literal(std::string_view s) {
       case '\n': break;
       case 'x': {
         auto hexval = [](char h) {
-          return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+          return h >= '0' && h <= '9'   ? h - '0'
+                 : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                 : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                        : -1;
         };
         int hi = i + 1 < s.size() ? hexval(s[i + 1]) : -1;
         int lo = i + 2 < s.size() ? hexval(s[i + 2]) : -1;
@@ -383,7 +450,8 @@ ValueId Unpickler::python_string_literal(std::string_view s) {
       default:
         if (e >= '0' && e <= '7') {
           int v = e - '0';
-          for (int k = 0; k < 2 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7'; ++k) v = v * 8 + (s[++i] - '0');
+          for (int k = 0; k < 2 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7'; ++k)
+            v = v * 8 + (s[++i] - '0');
           out.push_back(char(v & 0xFF));
         } else {
           out.push_back('\\');
@@ -434,7 +502,10 @@ ValueId Unpickler::raw_unicode_escape(std::string_view s) {
     uint32_t cp = 0;
     for (size_t k = 1; k <= digits; ++k) {
       char h = s[after + k];
-      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      int d = h >= '0' && h <= '9'   ? h - '0'
+              : h >= 'a' && h <= 'f' ? h - 'a' + 10
+              : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                     : -1;
       if (d < 0) fail("UNICODE: invalid \\u escape");
       cp = cp * 16 + uint32_t(d);
     }
@@ -464,7 +535,8 @@ void Unpickler::refuse() {
     }
     if (!name.empty()) what += " " + name;
   }
-  fail("refused opcode " + what + ": memsnap never imports or calls code from a pickle "
+  fail("refused opcode " + what +
+       ": memsnap never imports or calls code from a pickle "
        "(a genuine snapshot holds only plain data)");
 }
 
@@ -544,9 +616,12 @@ ValueGraph Unpickler::run(PickleInfo* info) {
       }
       case op::INT: {
         std::string_view s = read_line();
-        if (s == "00") push(g_.make_bool(false));
-        else if (s == "01") push(g_.make_bool(true));
-        else push(decimal_int(s));
+        if (s == "00")
+          push(g_.make_bool(false));
+        else if (s == "01")
+          push(g_.make_bool(true));
+        else
+          push(decimal_int(s));
         break;
       }
       case op::LONG: {
@@ -796,7 +871,8 @@ std::string preview(std::span<const uint8_t> in) {
 
 ValueGraph unpickle(std::span<const uint8_t> input, PickleInfo* info, const Limits& limits) {
   if (!input.empty() && !plausible_start(input[0]))
-    throw_at_offset(0, "not a snapshot: the input is neither a pickle nor JSON (it starts with " + preview(input) + ")");
+    throw_at_offset(0,
+                    "not a snapshot: the input is neither a pickle nor JSON (it starts with " + preview(input) + ")");
   Unpickler u(input, limits);
   return u.run(info);
 }

@@ -32,9 +32,15 @@ const char* kind_name(Kind k) {
 
 namespace {
 constexpr uint64_t kMaxItems = std::numeric_limits<uint32_t>::max();
-uint32_t start_of(const Value& v) { return static_cast<uint32_t>(v.x); }
-uint32_t cap_of(const Value& v) { return static_cast<uint32_t>(v.x >> 32); }
-void set_range(Value& v, uint64_t start, uint64_t cap) { v.x = start | (cap << 32); }
+uint32_t start_of(const Value& v) {
+  return static_cast<uint32_t>(v.x);
+}
+uint32_t cap_of(const Value& v) {
+  return static_cast<uint32_t>(v.x >> 32);
+}
+void set_range(Value& v, uint64_t start, uint64_t cap) {
+  v.x = start | (cap << 32);
+}
 }  // namespace
 
 ValueGraph::ValueGraph(std::span<const uint8_t> input) : seed_(util::hash_seed()), input_(input) {
@@ -51,7 +57,9 @@ void ValueGraph::account(uint64_t growing) const {
   if (budget_) budget_->set(util::Account::Parse, memory_bytes() + growing + (extra_ ? *extra_ : 0));
 }
 
-void ValueGraph::too_many() { throw InputError("", "input describes more than 2^32 objects"); }
+void ValueGraph::too_many() {
+  throw InputError("", "input describes more than 2^32 objects");
+}
 
 ValueId ValueGraph::make_uint(uint64_t v) {
   uint8_t f = v > uint64_t(std::numeric_limits<int64_t>::max()) ? Value::kUnsigned : 0;
@@ -175,8 +183,8 @@ void ValueGraph::share_if_seen(ValueId c) {
   if (start + v.n != items_.size()) return;
   const ValueId* p = items_.data() + start;
   uint64_t h = util::hash_bytes(p, v.n * sizeof(ValueId), seed_);  // seeded: crafted lists cannot collide
-  if (h == 0) h = 1;  // 0 marks an empty slot
-  if (seen_used_ * 2 >= seen_.size()) {  // grow and rehash
+  if (h == 0) h = 1;                                               // 0 marks an empty slot
+  if (seen_used_ * 2 >= seen_.size()) {                            // grow and rehash
     std::vector<SeenRange> old(std::max<size_t>(1024, seen_.size() * 2), SeenRange{0, 0, 0});
     old.swap(seen_);
     for (const SeenRange& r : old) {
@@ -266,9 +274,7 @@ void dump_into(const ValueGraph& g, ValueId id, std::string& out, int depth) {
   switch (g.kind(id)) {
     case Kind::None: out += "None"; return;
     case Kind::Bool: out += g.as_bool(id) ? "True" : "False"; return;
-    case Kind::Int:
-      out += g.is_unsigned(id) ? std::to_string(g.as_uint(id)) : std::to_string(g.as_int(id));
-      return;
+    case Kind::Int: out += g.is_unsigned(id) ? std::to_string(g.as_uint(id)) : std::to_string(g.as_int(id)); return;
     case Kind::BigInt: out += big_hex(g.bytes(id)); return;
     case Kind::Float: {
       char buf[64];

@@ -8,7 +8,9 @@ template <class T>
 Json opt_u(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
-Json pool_id_json(const int64_t id[2]) { return Json::array({id[0], id[1]}); }
+Json pool_id_json(const int64_t id[2]) {
+  return Json::array({id[0], id[1]});
+}
 }  // namespace
 
 Json settings_json(const snapshot::AllocatorSettings& s) {
@@ -43,7 +45,8 @@ Json accounting_json(const analysis::Accounting& f) {
   for (const auto& p : f.pools) {
     Json hist = Json::array();
     for (const auto& b : p.histogram)
-      hist.push_back({{"min_bytes", b.min_bytes}, {"max_bytes", b.max_bytes}, {"blocks", b.blocks}, {"bytes", b.bytes}});
+      hist.push_back(
+          {{"min_bytes", b.min_bytes}, {"max_bytes", b.max_bytes}, {"blocks", b.blocks}, {"bytes", b.bytes}});
     pools.push_back({{"pool", snapshot::to_string(p.pool)},
                      {"pool_id", pool_id_json(p.pool_id)},
                      {"stream", p.stream},
@@ -69,15 +72,16 @@ Json accounting_json(const analysis::Accounting& f) {
 }
 
 Json pinning_site_json(const analysis::PinningSite& s) {
-  return {{"site", s.site},
-          {"stack", s.stack},
-          {"callers", s.callers},
-          {"live_bytes", s.live_bytes},
-          {"stranded_bytes", s.stranded_bytes},
-          {"blocks", s.blocks},
-          {"segments", s.segments},
-          {"example_block",
-           {{"address", s.example_address}, {"size_bytes", s.example_size}, {"stranded_bytes", s.example_stranded_bytes}}}};
+  return {
+      {"site", s.site},
+      {"stack", s.stack},
+      {"callers", s.callers},
+      {"live_bytes", s.live_bytes},
+      {"stranded_bytes", s.stranded_bytes},
+      {"blocks", s.blocks},
+      {"segments", s.segments},
+      {"example_block",
+       {{"address", s.example_address}, {"size_bytes", s.example_size}, {"stranded_bytes", s.example_stranded_bytes}}}};
 }
 
 Json fits_json(const analysis::FitsAnswer& a) {

@@ -19,8 +19,8 @@ namespace {
 constexpr size_t kTopSites = 5;  // pinning sites shown in text (JSON lists all)
 
 void row(std::ostream& out, const std::string& label, uint64_t bytes) {
-  out << "  " << pad_right(label, kLabel) << pad_left(with_commas(bytes), kBytes) << pad_left(human_bytes(bytes), kHuman)
-      << '\n';
+  out << "  " << pad_right(label, kLabel) << pad_left(with_commas(bytes), kBytes)
+      << pad_left(human_bytes(bytes), kHuman) << '\n';
 }
 
 std::string fixed2(double v) {
@@ -50,12 +50,10 @@ std::string heading(const std::string& text, const TextStyle& style) {
 
 std::string regime_line(const analysis::Accounting& f) {
   switch (f.regime) {
-    case analysis::Regime::Classic:
-      return "classic segments: cudaFree returns a segment only when all of it is free";
+    case analysis::Regime::Classic: return "classic segments: cudaFree returns a segment only when all of it is free";
     case analysis::Regime::Expandable:
       return "expandable segments: whole free pages (2 MiB small, 20 MiB large) are unmapped, partial pages stay";
-    case analysis::Regime::Mixed:
-      return "mixed: classic segments are returned whole, expandable ones page by page";
+    case analysis::Regime::Mixed: return "mixed: classic segments are returned whole, expandable ones page by page";
   }
   return "";
 }
@@ -76,9 +74,10 @@ void write_cause_rows(std::ostream& out, const analysis::Accounting& f, size_t w
                           " of pending frees in segments with no allocated block (it waits for their streams first)",
                       width, 4);
   if (f.private_held_bytes)
-    out << wrap_block("private pools (CUDA graphs, MemPool) keep their free blocks until the graph or pool is "
-                      "destroyed; empty_cache() does not return them before",
-                      width, 4);
+    out << wrap_block(
+        "private pools (CUDA graphs, MemPool) keep their free blocks until the graph or pool is "
+        "destroyed; empty_cache() does not return them before",
+        width, 4);
 }
 
 // One row per pool and stream, then what "frag" means.
@@ -96,10 +95,11 @@ void write_pool_table(std::ostream& out, const analysis::Accounting& f, size_t w
         << pad_left(with_commas(p.segments), 6) << pad_left(human_bytes(p.reserved_bytes), 12)
         << pad_left(human_bytes(p.free_bytes), 12) << pad_left(human_bytes(p.stranded_bytes), 12)
         << pad_left(fixed2(p.fragmentation), 7) << '\n';
-  out << wrap_block("frag = 1 - largest stranded free block / stranded bytes: how split up the free memory is that "
-                    "stays cached (the allocator returns whole free segments to CUDA before it reports an OOM); 0 "
-                    "when nothing is stranded",
-                    width, 2);
+  out << wrap_block(
+      "frag = 1 - largest stranded free block / stranded bytes: how split up the free memory is that "
+      "stays cached (the allocator returns whole free segments to CUDA before it reports an OOM); 0 "
+      "when nothing is stranded",
+      width, 2);
 }
 
 // The free blocks of each pool that has any, by power-of-two size bucket.
@@ -175,7 +175,6 @@ void write_pinning_sites(std::ostream& out, const analysis::Accounting& f, const
 
 }  // namespace
 
-
 std::string pool_label(snapshot::Pool pool, const int64_t pool_id[2]) {
   std::string s = snapshot::to_string(pool);
   if (pool_id[0] != 0 || pool_id[1] != 0)
@@ -189,11 +188,12 @@ void write_settings_text(std::ostream& out, const snapshot::AllocatorSettings& s
   std::string divisions;
   for (const auto& [bucket, div] : s.roundup_power2_divisions)
     if (div != 0) divisions += (divisions.empty() ? "" : " ") + std::to_string(bucket) + "M:" + std::to_string(div);
-  std::string text = "expandable_segments " + std::string(s.expandable_segments ? "on" : "off") + ", max_split_size " +
-                     (s.max_split_size ? human_bytes(*s.max_split_size) : std::string("unlimited")) +
-                     ", garbage_collection_threshold " +
-                     (s.garbage_collection_threshold > 0 ? fixed2(s.garbage_collection_threshold) : std::string("off")) +
-                     ", roundup_power2_divisions " + (divisions.empty() ? std::string("off") : divisions);
+  std::string text =
+      "expandable_segments " + std::string(s.expandable_segments ? "on" : "off") + ", max_split_size " +
+      (s.max_split_size ? human_bytes(*s.max_split_size) : std::string("unlimited")) +
+      ", garbage_collection_threshold " +
+      (s.garbage_collection_threshold > 0 ? fixed2(s.garbage_collection_threshold) : std::string("off")) +
+      ", roundup_power2_divisions " + (divisions.empty() ? std::string("off") : divisions);
   out << "allocator settings: PYTORCH_CUDA_ALLOC_CONF=" << conf << '\n'
       << wrap_block(text, size_t(std::max(style.width, 40)), 2) << '\n';
 }
@@ -213,24 +213,26 @@ void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const Tex
   const size_t width = size_t(std::max(style.width, 40));
   const std::string pool = std::string(snapshot::to_string(a.pool)) + " pool";
   const std::string stream = "stream " + stream_name(a.stream);
-  out << '\n' << "  " << heading("would a request of " + human_bytes(a.request_bytes) + " fit?", style) << " ("
-      << stream << ")\n";
+  out << '\n'
+      << "  " << heading("would a request of " + human_bytes(a.request_bytes) + " fit?", style) << " (" << stream
+      << ")\n";
   std::string rounding = a.rounded_bytes == a.request_bytes ? "a multiple of 512 B already"
-                                                             : "rounded up to " + with_commas(a.rounded_bytes) + " B";
+                                                            : "rounded up to " + with_commas(a.rounded_bytes) + " B";
   out << wrap_block("request " + with_commas(a.request_bytes) + " B, " + rounding + "; " +
-                  (a.pool == snapshot::Pool::Small ? "up to 1 MiB: small pool" : "over 1 MiB: large pool") +
-                  (a.expandable ? " (expandable segments)" : ""),
-              width, 4);
-  std::string candidates = "the " + pool + " on " + stream + " has " + with_commas(a.free_blocks) +
-                           (a.free_blocks == 1 ? " free block" : " free blocks") +
-                           (a.free_blocks ? " (" + human_bytes(a.free_bytes) + ", largest " +
-                                                human_bytes(a.largest_free_block_bytes) + ")"
-                                          : std::string());
+                        (a.pool == snapshot::Pool::Small ? "up to 1 MiB: small pool" : "over 1 MiB: large pool") +
+                        (a.expandable ? " (expandable segments)" : ""),
+                    width, 4);
+  std::string candidates =
+      "the " + pool + " on " + stream + " has " + with_commas(a.free_blocks) +
+      (a.free_blocks == 1 ? " free block" : " free blocks") +
+      (a.free_blocks ? " (" + human_bytes(a.free_bytes) + ", largest " + human_bytes(a.largest_free_block_bytes) + ")"
+                     : std::string());
   out << wrap_block(candidates, width, 4);
   if (a.served_from_cache) {
     std::string text = "yes, served from the cache: best fit is the free block of " + human_bytes(*a.block_bytes) +
                        " at " + hex(*a.block_address) + "; ";
-    if (a.remainder_bytes == 0) text += "it fits exactly.";
+    if (a.remainder_bytes == 0)
+      text += "it fits exactly.";
     else if (a.split)
       text += "it is split and " + human_bytes(a.remainder_bytes) + " stays free at " +
               hex(*a.block_address + a.rounded_bytes) + ".";
@@ -248,8 +250,9 @@ void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const Tex
   if (a.oversize_rejected_bytes)
     why = "no: best fit is a free block of " + human_bytes(*a.oversize_rejected_bytes) + ", but max_split_size (" +
           human_bytes(*a.max_split_size) + ") forbids it: " +
-          (a.rounded_bytes < *a.max_split_size ? "a request below max_split_size may not take a block of that size or more"
-                                               : "an oversize request may only take a block less than 20 MiB larger");
+          (a.rounded_bytes < *a.max_split_size
+               ? "a request below max_split_size may not take a block of that size or more"
+               : "an oversize request may only take a block less than 20 MiB larger");
   out << wrap_block(why + ".", width, 4);
   std::string next;
   if (a.expandable) {
@@ -260,7 +263,7 @@ void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const Tex
     next += ".";
   } else {
     next = "the allocator would cudaMalloc a new segment of " + human_bytes(a.new_segment_bytes) + " (" +
-           (a.rounded_bytes <= analysis::rules::kSmallSize    ? "requests up to 1 MiB get a 2 MiB segment"
+           (a.rounded_bytes <= analysis::rules::kSmallSize      ? "requests up to 1 MiB get a 2 MiB segment"
             : a.rounded_bytes < analysis::rules::kMinLargeAlloc ? "requests under 10 MiB get a 20 MiB segment"
                                                                 : "requests of 10 MiB or more: rounded up to 2 MiB") +
            ").";

@@ -37,9 +37,9 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
   {
     trace["window_starts_mid_run"] = t.window_starts_mid_run;
     trace["consistent"] = t.consistent;
-    trace["first_mismatch"] = t.first_mismatch ? Json{{"event_index", t.first_mismatch->event},
-                                                      {"message", t.first_mismatch->what}}
-                                                : Json(nullptr);
+    trace["first_mismatch"] = t.first_mismatch
+                                  ? Json{{"event_index", t.first_mismatch->event}, {"message", t.first_mismatch->what}}
+                                  : Json(nullptr);
     trace["estimated_blocks"] = t.estimated_blocks;
   }
   d["trace"] = std::move(trace);
@@ -113,7 +113,8 @@ namespace {
 
 Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& leaks) {
   Json causes = Json::array();
-  for (auto c : r.causes) causes.push_back({{"cause", analysis::to_string(c)}, {"evidence", cause_evidence(c, r, leaks)}});
+  for (auto c : r.causes)
+    causes.push_back({{"cause", analysis::to_string(c)}, {"evidence", cause_evidence(c, r, leaks)}});
   Json top = Json::array();
   for (const auto& s : r.top_sites) top.push_back({{"site", s.site}, {"stack", s.stack}, {"live_bytes", s.live_bytes}});
   Json pins = Json::array();
@@ -211,8 +212,13 @@ void write_analyze_json(std::ostream& out, const Source& src, const analysis::An
     for (const auto& p : t.pools) {
       Json& g = groups[{int(p.pool), p.stream}];
       if (g.is_null())
-        g = {{"pool", snapshot::to_string(p.pool)}, {"stream", p.stream}, {"segments", 0}, {"blocks", 0},
-             {"reserved_bytes", 0}, {"allocated_bytes", 0}, {"free_bytes", 0}};
+        g = {{"pool", snapshot::to_string(p.pool)},
+             {"stream", p.stream},
+             {"segments", 0},
+             {"blocks", 0},
+             {"reserved_bytes", 0},
+             {"allocated_bytes", 0},
+             {"free_bytes", 0}};
       g["segments"] = g["segments"].get<uint64_t>() + p.segments;
       g["blocks"] = g["blocks"].get<uint64_t>() + p.blocks;
       g["reserved_bytes"] = g["reserved_bytes"].get<uint64_t>() + p.reserved_bytes;

@@ -19,16 +19,18 @@ using detail::pad_right;
 namespace {
 
 void row(std::ostream& out, const std::string& label, uint64_t bytes) {
-  out << "  " << pad_right(label, kLabel) << pad_left(with_commas(bytes), kBytes) << pad_left(human_bytes(bytes), kHuman)
-      << '\n';
+  out << "  " << pad_right(label, kLabel) << pad_left(with_commas(bytes), kBytes)
+      << pad_left(human_bytes(bytes), kHuman) << '\n';
 }
 
 std::string input_line(const snapshot::InputInfo& in, const snapshot::Snapshot& s) {
   std::string line = human_bytes(in.bytes);
   if (in.compression != io::Compression::None)
     line += " " + std::string(io::to_string(in.compression)) + " (" + human_bytes(in.decoded_bytes) + " decoded)";
-  if (in.encoding == io::Encoding::Json) line += ", JSON";
-  else line += ", pickle protocol " + std::to_string(in.pickle_protocol);
+  if (in.encoding == io::Encoding::Json)
+    line += ", JSON";
+  else
+    line += ", pickle protocol " + std::to_string(in.pickle_protocol);
   line += ", " + std::string(snapshot::to_string(s.form)) + " form";
   if (s.legacy_history) line += " (legacy block history)";
   line += ", " + std::to_string(s.devices.size()) + (s.devices.size() == 1 ? " device" : " devices");
@@ -55,7 +57,8 @@ void totals_block(std::ostream& out, const analysis::DeviceAnalysis& d, const Te
     std::string line = "state after event " + with_commas(d.at->event_index);
     if (d.at->time_us) line += " (" + detail::utc_time(*d.at->time_us) + ")";
     line += ", reconstructed by replaying the trace";
-    if (d.at->estimated_blocks) line += "; " + with_commas(d.at->estimated_blocks) + " block sizes inferred from their requests";
+    if (d.at->estimated_blocks)
+      line += "; " + with_commas(d.at->estimated_blocks) + " block sizes inferred from their requests";
     out << detail::wrap_block(line, detail::prose_width(style), 2);
   }
   out << "  " << bold << pad_right("totals", kLabel) << reset << pad_left("bytes", kBytes) << pad_left("human", kHuman)

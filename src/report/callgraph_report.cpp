@@ -43,15 +43,16 @@ bool kept(const CallVertex& v, const CallgraphView& view) {
 
 // ---- text --------------------------------------------------------------------------------------
 
-constexpr size_t kNum = 10;                       // a byte column: "1023.99 MiB" is 11, rare
+constexpr size_t kNum = 10;                                       // a byte column: "1023.99 MiB" is 11, rare
 constexpr size_t kCols = kNum + 1 + 6 + 1 + kNum + 1 + kNum + 2;  // retained share total self, two spaces
-constexpr size_t kMaxGuide = 24;                  // deeper branch levels share the last columns
-constexpr size_t kMaxName = 64;                   // a longer frame name is hostile or generated: cut
+constexpr size_t kMaxGuide = 24;                                  // deeper branch levels share the last columns
+constexpr size_t kMaxName = 64;                                   // a longer frame name is hostile or generated: cut
 
 std::string columns(const CallVertex& v, uint64_t whole) {
-  return detail::pad_left(human_bytes(v.retained_bytes), kNum) + " " + detail::pad_left(share(v.retained_bytes, whole), 6) +
-         " " + detail::pad_left(human_bytes(v.total_bytes), kNum) + " " +
-         detail::pad_left(human_bytes(v.self_bytes), kNum) + "  ";
+  return detail::pad_left(human_bytes(v.retained_bytes), kNum) + " " +
+         detail::pad_left(share(v.retained_bytes, whole), 6) + " " +
+         detail::pad_left(human_bytes(v.total_bytes), kNum) + " " + detail::pad_left(human_bytes(v.self_bytes), kNum) +
+         "  ";
 }
 
 // The guide columns of a line in at most `max` columns: the deepest levels stay, ':' marks the cut.
@@ -100,13 +101,15 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
                          " below " + percent_text(view.min_share) + ")";
       if (detail::text_width(text) > room) text = "(" + with_commas(it.hidden_count) + " more)";
       if (detail::text_width(text) > room) lead = clip_guide(it.guide + it.mark, w - kCols - detail::text_width(text));
-      out << detail::pad_left(human_bytes(it.hidden_bytes), kNum) << ' ' << detail::pad_left(share(it.hidden_bytes, whole), 6)
-          << std::string(kNum * 2 + 4, ' ') << lead << text << '\n';
+      out << detail::pad_left(human_bytes(it.hidden_bytes), kNum) << ' '
+          << detail::pad_left(share(it.hidden_bytes, whole), 6) << std::string(kNum * 2 + 4, ' ') << lead << text
+          << '\n';
       continue;
     }
     const CallVertex& v = g.vertices[it.vertex];
     std::string name;
-    if (it.vertex == 0) name = "all";
+    if (it.vertex == 0)
+      name = "all";
     else {
       bool several = v.callers > 1;
       name = (several ? "*" : "") + detail::fit_frame(g.frames[v.frame], room - (several ? 1 : 0));
@@ -116,7 +119,8 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
     // the terminal (the JSON and DOT outputs keep the whole name).
     if (detail::text_width(name) > kMaxName) name = detail::printable(name, kMaxName);
     if (detail::text_width(name) > room)
-      lead = clip_guide(it.guide + it.mark, w > kCols + detail::text_width(name) ? w - kCols - detail::text_width(name) : 0);
+      lead = clip_guide(it.guide + it.mark,
+                        w > kCols + detail::text_width(name) ? w - kCols - detail::text_width(name) : 0);
     if (kCols + detail::text_width(lead) + detail::text_width(name) > w && w > kCols + detail::text_width(lead) + 8)
       name = detail::printable(name, w - kCols - detail::text_width(lead));
     out << columns(v, whole) << lead << name << '\n';
@@ -124,7 +128,8 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
     std::vector<uint32_t> shown;
     uint64_t hidden = 0, hidden_bytes = 0;
     for (uint32_t c : children[it.vertex]) {
-      if (kept(g.vertices[c], view)) shown.push_back(c);
+      if (kept(g.vertices[c], view))
+        shown.push_back(c);
       else {
         ++hidden;
         hidden_bytes += g.vertices[c].retained_bytes;
@@ -232,8 +237,8 @@ void write_callgraph_dot(std::ostream& out, const CallgraphView& view) {
       tooltip = "all stacks";
     } else {
       const auto& f = g.frames[v.frame];
-      std::string fn = detail::printable(
-          f.kind == ProfileFrameKind::Native ? detail::short_function(f.function) : f.function, 200);
+      std::string fn =
+          detail::printable(f.kind == ProfileFrameKind::Native ? detail::short_function(f.function) : f.function, 200);
       label = dot_escape(detail::fit_function(fn, 48));
       std::string loc = detail::printable(detail::frame_location(f), 200);
       if (!loc.empty()) label += "\\n" + dot_escape(shorten_left(loc, 48));
@@ -291,7 +296,9 @@ void write_callgraph_json(std::ostream& out, const CallgraphView& view) {
   doc["input"] = view.source->path;
   Json points = Json::array();
   for (const auto& p : view.source->points)
-    points.push_back({{"device", p.device}, {"at", p.what}, {"event_index", detail::opt(p.event_index)},
+    points.push_back({{"device", p.device},
+                      {"at", p.what},
+                      {"event_index", detail::opt(p.event_index)},
                       {"time_us", detail::opt(p.time_us)}});
   doc["states"] = points;
   doc["state"] = analysis::to_string(view.source->state);
@@ -328,7 +335,8 @@ void write_callgraph_json(std::ostream& out, const CallgraphView& view) {
   }
   doc["vertices"] = std::move(vertices);
   Json edges = Json::array();
-  for (const auto& e : g.edges) edges.push_back({{"from", e.from}, {"to", e.to}, {"bytes", e.bytes}, {"blocks", e.blocks}});
+  for (const auto& e : g.edges)
+    edges.push_back({{"from", e.from}, {"to", e.to}, {"bytes", e.bytes}, {"blocks", e.blocks}});
   doc["edges"] = std::move(edges);
   detail::write_json(out, doc);
 }

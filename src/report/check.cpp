@@ -28,8 +28,10 @@ CheckTotals check_totals(const std::vector<CheckLine>& lines) {
       continue;
     }
     ++t.checks;
-    if (l.status == CheckStatus::Pass) ++t.passed;
-    else ++t.failed;
+    if (l.status == CheckStatus::Pass)
+      ++t.passed;
+    else
+      ++t.failed;
   }
   return t;
 }
@@ -43,7 +45,9 @@ std::string short_name(const std::string& check) {
   return check;
 }
 
-std::string device_text(const std::optional<int>& d) { return d ? "dev " + std::to_string(*d) : "-"; }
+std::string device_text(const std::optional<int>& d) {
+  return d ? "dev " + std::to_string(*d) : "-";
+}
 
 }  // namespace
 
@@ -104,7 +108,9 @@ void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, co
 namespace {
 /// A string for XML 1.0: control characters and invalid UTF-8 shown escaped as on a terminal
 /// ("\x1b"), then & < > " ' escaped.
-std::string xml_text(std::string_view s) { return xml_escape(terminal_safe(s)); }
+std::string xml_text(std::string_view s) {
+  return xml_escape(terminal_safe(s));
+}
 }  // namespace
 
 void write_check_junit(std::ostream& out, const std::vector<CheckLine>& lines) {
@@ -132,8 +138,8 @@ void write_check_junit(std::ostream& out, const std::vector<CheckLine>& lines) {
         << errors << "\" skipped=\"0\">\n";
     for (const auto* l : ls) {
       if (l->status == CheckStatus::Error) {
-        out << "    <testcase name=\"load\" classname=\"" << f << "\">\n      <error message=\""
-            << xml_text(l->message) << "\" type=\"input\"/>\n    </testcase>\n";
+        out << "    <testcase name=\"load\" classname=\"" << f << "\">\n      <error message=\"" << xml_text(l->message)
+            << "\" type=\"input\"/>\n    </testcase>\n";
         continue;
       }
       std::string name = l->check + (l->device ? " (device " + std::to_string(*l->device) + ")" : "");

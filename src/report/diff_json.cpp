@@ -13,11 +13,14 @@ namespace {
 Json segments_json(const std::vector<analysis::SegmentRef>& segs) {
   Json arr = Json::array();
   for (const auto& s : segs)
-    arr.push_back({{"address", s.address}, {"size", s.size}, {"pool", snapshot::to_string(s.pool)}, {"stream", s.stream}});
+    arr.push_back(
+        {{"address", s.address}, {"size", s.size}, {"pool", snapshot::to_string(s.pool)}, {"stream", s.stream}});
   return arr;
 }
 
-int64_t delta(uint64_t a, uint64_t b) { return analysis::signed_delta(a, b); }
+int64_t delta(uint64_t a, uint64_t b) {
+  return analysis::signed_delta(a, b);
+}
 }  // namespace
 
 void write_diff_json(std::ostream& out, const DiffView& v) {
@@ -63,7 +66,9 @@ void write_diff_json(std::ostream& out, const DiffView& v) {
                        {"delta_bytes", s.delta_bytes()},
                        {"before_allocations", s.before_allocations},
                        {"after_allocations", s.after_allocations},
-                       {"status", s.is_new() ? "new" : s.vanished() ? "vanished" : "both"}});
+                       {"status", s.is_new()     ? "new"
+                                  : s.vanished() ? "vanished"
+                                                 : "both"}});
     }
     j["sites"] = std::move(sites);
     devices.push_back(std::move(j));

@@ -27,7 +27,9 @@ std::string signed_count(uint64_t a, uint64_t b) {
 }
 
 // A right-aligned column that never runs into the one before it.
-std::string col(const std::string& s, size_t w) { return detail::display_width(s) >= w ? " " + s : pad_left(s, w); }
+std::string col(const std::string& s, size_t w) {
+  return detail::display_width(s) >= w ? " " + s : pad_left(s, w);
+}
 
 void bytes_row(std::ostream& out, const char* label, uint64_t a, uint64_t b) {
   out << "  " << pad_right(label, 26) << col(human_bytes(a), 16) << col(human_bytes(b), 16)
@@ -118,9 +120,9 @@ void write_diff_text(std::ostream& out, const DiffView& v, const TextStyle& styl
     }
     size_t changed = d.sites.size() - unchanged;
     if (changed > shown)
-      out << detail::wrap_block(with_commas(changed - shown) +
-                                    " more changed sites (--top N to show them; all are in --format json)",
-                                width, 2);
+      out << detail::wrap_block(
+          with_commas(changed - shown) + " more changed sites (--top N to show them; all are in --format json)", width,
+          2);
     if (unchanged) out << "  " << with_commas(unchanged) << " sites unchanged\n";
     if (changed == 0) out << "  no site's live memory changed\n";
   }

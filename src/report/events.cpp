@@ -1,9 +1,10 @@
 // `memsnap events`: one line per trace event (index, time, action, size, address,
 // stream, site, totals after it), the named event marked; or the same as JSON.
+#include "memsnap/report/events.hpp"
+
 #include <algorithm>
 #include <ostream>
 
-#include "memsnap/report/events.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "sections.hpp"
@@ -32,7 +33,9 @@ void write_events_text(std::ostream& out, const Source& src, const std::vector<a
     }
     out << "events " << with_commas(d.rows.front().index) << " to " << with_commas(d.rows.back().index) << " of "
         << with_commas(d.entries);
-    if (d.center) out << ", around " << (d.center_what == "index" ? "event" : d.center_what.c_str()) << " " << with_commas(*d.center);
+    if (d.center)
+      out << ", around " << (d.center_what == "index" ? "event" : d.center_what.c_str()) << " "
+          << with_commas(*d.center);
     out << '\n';
     // index, time, action, size, address, [stream,] allocated after, then the site: on the
     // same line when the terminal is wide enough, else on the next line, indented.
@@ -58,13 +61,16 @@ void write_events_text(std::ostream& out, const Source& src, const std::vector<a
       if (time.size() > 9) time = time.substr(0, 9);
       out << (mark ? "> " : "  ") << pad_right(with_commas(r.index), index_w) << pad_right(time, 10)
           << pad_right(detail::term(r.action_name, 14), 15) << pad_left(human_bytes(r.size), 11) << "  "
-          << pad_right(where, 16) << (streams ? pad_right(stream, 8) : "") << pad_left(human_bytes(r.allocated_after), 10);
+          << pad_right(where, 16) << (streams ? pad_right(stream, 8) : "")
+          << pad_left(human_bytes(r.allocated_after), 10);
       std::string site = detail::term(r.site.empty() ? "-" : r.site, 512);
       size_t room = width > indent + 8 ? width - indent : 8;
       if (detail::display_width(site) > room) site = detail::shorten_left(site, room);
       if (detail::display_width(site) > room) site = site.substr(0, room - 3) + "...";  // a C++ name: cut
-      if (same_line) out << "  " << site << '\n';
-      else out << '\n' << std::string(indent, ' ') << site << '\n';
+      if (same_line)
+        out << "  " << site << '\n';
+      else
+        out << '\n' << std::string(indent, ' ') << site << '\n';
       for (const auto& f : r.stack) out << detail::wrap_block(detail::term(f, 512), width, indent + 2);
     }
   }

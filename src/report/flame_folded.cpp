@@ -19,12 +19,13 @@ std::string folded_frame(const analysis::ProfileFrame& f) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c == ';') out += "\\x3b";
-    else out += c;
+    if (c == ';')
+      out += "\\x3b";
+    else
+      out += c;
   }
   size_t digits = out.find_last_not_of("0123456789.");
-  if (digits != std::string::npos && digits + 1 < out.size() && out[digits] == ' ')
-    out.replace(digits, 1, "\\x20");
+  if (digits != std::string::npos && digits + 1 < out.size() && out[digits] == ' ') out.replace(digits, 1, "\\x20");
   return out;
 }
 
@@ -92,12 +93,16 @@ std::string describe(const ProfileSource& src) {
     const auto& p = src.points[i];
     if (i) out += "; ";
     out += "device " + std::to_string(p.device);
-    if (p.what == "dump") out += " as dumped";
-    else if (p.what == "peak") out += " at its peak";
-    else if (p.what == "oom") out += " at its last out-of-memory event";
-    else out += " after trace event";
-    if (p.event_index) out += (p.what == "event" ? " " : " (event ") + std::to_string(*p.event_index) +
-                              (p.what == "event" ? "" : ")");
+    if (p.what == "dump")
+      out += " as dumped";
+    else if (p.what == "peak")
+      out += " at its peak";
+    else if (p.what == "oom")
+      out += " at its last out-of-memory event";
+    else
+      out += " after trace event";
+    if (p.event_index)
+      out += (p.what == "event" ? " " : " (event ") + std::to_string(*p.event_index) + (p.what == "event" ? "" : ")");
   }
   return out + ", " + analysis::to_string(src.state) + " memory";
 }

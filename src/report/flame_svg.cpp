@@ -63,14 +63,21 @@ std::string rgb(double r, double g, double b) {
 
 // HSL (h in degrees, s and l in [0, 1]) to #rrggbb: SVG 1.1 viewers all read hex.
 std::string hsl(double h, double s, double l) {
-  double c = (1 - std::fabs(2 * l - 1)) * s, hp = std::fmod(h, 360.0) / 60, x = c * (1 - std::fabs(std::fmod(hp, 2) - 1));
+  double c = (1 - std::fabs(2 * l - 1)) * s, hp = std::fmod(h, 360.0) / 60,
+         x = c * (1 - std::fabs(std::fmod(hp, 2) - 1));
   double r = 0, g = 0, b = 0;
-  if (hp < 1) r = c, g = x;
-  else if (hp < 2) r = x, g = c;
-  else if (hp < 3) g = c, b = x;
-  else if (hp < 4) g = x, b = c;
-  else if (hp < 5) r = x, b = c;
-  else r = c, b = x;
+  if (hp < 1)
+    r = c, g = x;
+  else if (hp < 2)
+    r = x, g = c;
+  else if (hp < 3)
+    g = c, b = x;
+  else if (hp < 4)
+    g = x, b = c;
+  else if (hp < 5)
+    r = x, b = c;
+  else
+    r = c, b = x;
   double m = l - c / 2;
   return rgb((r + m) * 255, (g + m) * 255, (b + m) * 255);
 }
@@ -84,10 +91,10 @@ double jitter(const std::string& s) {
 
 std::string kind_color(ProfileFrameKind k, double v) {
   switch (k) {
-    case ProfileFrameKind::User: return hsl(14 + 18 * v, 0.85, 0.60 + 0.08 * v);   // warm orange-red
-    case ProfileFrameKind::Torch: return hsl(44 + 10 * v, 0.80, 0.58 + 0.08 * v);  // yellow
+    case ProfileFrameKind::User: return hsl(14 + 18 * v, 0.85, 0.60 + 0.08 * v);            // warm orange-red
+    case ProfileFrameKind::Torch: return hsl(44 + 10 * v, 0.80, 0.58 + 0.08 * v);           // yellow
     case ProfileFrameKind::PythonRuntime: return hsl(265 + 15 * v, 0.30, 0.74 + 0.06 * v);  // lavender
-    case ProfileFrameKind::Native: return hsl(172 + 16 * v, 0.45, 0.58 + 0.08 * v);  // teal
+    case ProfileFrameKind::Native: return hsl(172 + 16 * v, 0.45, 0.58 + 0.08 * v);         // teal
     case ProfileFrameKind::Synthetic: return "#c9c9c9";
   }
   return "#c9c9c9";
@@ -156,7 +163,9 @@ std::string tooltip(const FlameTree& t, const FlameNode& n, bool root, const Fla
   }
   std::string out = xml_escape(tip) + "&#10;";
   if (t.differential) {
-    std::string change = n.before == 0 ? "new" : n.bytes == 0 ? "gone" : percent(double(n.bytes) - double(n.before), double(n.before));
+    std::string change = n.before == 0  ? "new"
+                         : n.bytes == 0 ? "gone"
+                                        : percent(double(n.bytes) - double(n.before), double(n.before));
     if (!change.empty() && change[0] != '-' && change != "new" && change != "gone") change = "+" + change;
     out += xml_escape("before " + human_bytes(n.before) + ", after " + human_bytes(n.bytes) + ": " +
                       signed_bytes(n.bytes, n.before) + " (" + change + ")");

@@ -17,7 +17,9 @@ namespace {
 
 using detail::Json;
 
-[[noreturn]] void bad(const std::string& what) { throw FleetFormatError(what); }
+[[noreturn]] void bad(const std::string& what) {
+  throw FleetFormatError(what);
+}
 
 uint64_t get_u64(const Json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
@@ -117,7 +119,9 @@ Json histogram(const std::vector<FleetRow>& rows, Figure figure) {
   return arr;
 }
 
-uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+uint64_t sat_add(uint64_t a, uint64_t b) {
+  return a + b < a ? UINT64_MAX : a + b;
+}
 
 }  // namespace
 
@@ -140,7 +144,8 @@ FleetRow fleet_row(const FleetJson& doc, const std::string& file) {
       uint64_t p = get_u64(*peak, "allocated_bytes", where + ".peak");
       row.peak_allocated_bytes = std::max(row.peak_allocated_bytes.value_or(0), p);
     }
-    if (auto o = d.find("oom_events"); o != d.end()) row.oom_events = sat_add(row.oom_events, get_u64(d, "oom_events", where));
+    if (auto o = d.find("oom_events"); o != d.end())
+      row.oom_events = sat_add(row.oom_events, get_u64(d, "oom_events", where));
     if (auto l = d.find("leaks"); l != d.end()) row.leaks += get_array(d, "leaks", where).size();
   }
   return row;
@@ -321,12 +326,15 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
         << pad_left(count(r->oom_events), kFlag) << ' ' << pad_left(count(r->leaks), kFlag) << '\n';
   }
   for (const auto& e : fleet.errors)
-    out << "  ERROR " << detail::display_path(e.file, width - 8) << '\n' << detail::wrap_block(detail::term(e.message, 1000), width, 4);
+    out << "  ERROR " << detail::display_path(e.file, width - 8) << '\n'
+        << detail::wrap_block(detail::term(e.message, 1000), width, 4);
   out << "\n";
   out << detail::wrap_block(
       "Rows marked ! are outliers: a peak (allocated at the dump for a file without a trace) above 1.5 x the "
-      "median peak of the files (" + human_bytes(uint64_t(median)) + "). OOM: OOM events; leak: sites leaking "
-      "across iterations.",
+      "median peak of the files (" +
+          human_bytes(uint64_t(median)) +
+          "). OOM: OOM events; leak: sites leaking "
+          "across iterations.",
       width, 0);
 }
 

@@ -49,8 +49,10 @@ std::vector<size_t> scope_separators(std::string_view s) {
   int depth = 0;
   for (size_t i = 0; i + 1 < s.size(); ++i) {
     char c = s[i];
-    if (c == '<' || c == '(') ++depth;
-    else if ((c == '>' || c == ')') && depth > 0) --depth;
+    if (c == '<' || c == '(')
+      ++depth;
+    else if ((c == '>' || c == ')') && depth > 0)
+      --depth;
     else if (depth == 0 && c == ':' && s[i + 1] == ':') {
       out.push_back(i);
       ++i;
@@ -177,9 +179,12 @@ size_t matching(std::string_view s, size_t i) {
   std::string stack;
   for (size_t j = i; j < s.size(); ++j) {
     char c = s[j];
-    if (c == '<') stack += '>';
-    else if (c == '(') stack += ')';
-    else if (c == '{') stack += '}';
+    if (c == '<')
+      stack += '>';
+    else if (c == '(')
+      stack += ')';
+    else if (c == '{')
+      stack += '}';
     else if (c == '>' || c == ')' || c == '}') {
       if (c == '>' && (stack.empty() || stack.back() != '>')) continue;
       while (c != '>' && !stack.empty() && stack.back() == '>') stack.pop_back();  // a '<' that was "less than"
@@ -207,7 +212,8 @@ std::string short_function(std::string_view name) {
   if (!s.empty() && s.back() == ')') {
     int depth = 0;
     for (size_t i = s.size(); i-- > 0;) {
-      if (s[i] == ')') ++depth;
+      if (s[i] == ')')
+        ++depth;
       else if (s[i] == '(' && --depth == 0) {
         if (i > 0 && !ends_with(s.substr(0, i), "operator")) s = s.substr(0, i);
         break;
@@ -233,8 +239,10 @@ std::string short_function(std::string_view name) {
       size_t j = matching(s, i);
       if (j == std::string_view::npos) return std::string(s);  // unbalanced: leave it to the caller's cap
       std::string_view inner = s.substr(i + 1, j - i - 1);
-      if (c == '{' || inner == "anonymous namespace" || text_width(inner) <= 16) out.append(s.substr(i, j - i + 1));
-      else out += std::string(1, c) + "…" + s[j];
+      if (c == '{' || inner == "anonymous namespace" || text_width(inner) <= 16)
+        out.append(s.substr(i, j - i + 1));
+      else
+        out += std::string(1, c) + "…" + s[j];
       i = j + 1;
       continue;
     }
@@ -271,9 +279,8 @@ std::string frame_label(const analysis::ProfileFrame& f) {
 }
 
 std::string fit_frame(const analysis::ProfileFrame& f, size_t width) {
-  std::string name = printable(f.kind == analysis::ProfileFrameKind::Native ? short_function(f.function)
-                                                                           : std::string_view(f.function),
-                               200);
+  std::string name = printable(
+      f.kind == analysis::ProfileFrameKind::Native ? short_function(f.function) : std::string_view(f.function), 200);
   if (name.empty()) name = "??";
   std::string loc = printable(frame_location(f), 200);
   size_t nw = text_width(name);

@@ -1,4 +1,5 @@
-// How flame graphs and call graphs name a frame, and how hostile snapshot strings are made safe (private to src/report).
+// How flame graphs and call graphs name a frame, and how hostile snapshot strings are made safe (private to
+// src/report).
 //
 // Every string from a snapshot is input: a file name may hold an escape sequence
 // for the terminal, a `;` that would split a folded stack, a quote that would end
@@ -47,8 +48,8 @@ std::string frame_location(const analysis::ProfileFrame& f);
 /// A frame label in at most `width` columns, never cutting the function's own
 /// name: the short function, then its location shortened from the left
 /// ("…/modules/linear.py:114", then "linear.py:114", then "…:114"; a file name
-/// is never cut), dropped when nothing fits; then leading C++ scopes. Terminal-safe. Only a single name wider than `width`
-/// exceeds it.
+/// is never cut), dropped when nothing fits; then leading C++ scopes. Terminal-safe. Only a single name wider than
+/// `width` exceeds it.
 std::string fit_frame(const analysis::ProfileFrame& f, size_t width);
 
 }  // namespace memsnap::report::detail

@@ -1,9 +1,9 @@
 // `memsnap segments --format json`: the shown segments with their accounting and blocks.
 #include <ostream>
 
-#include "sections.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/util/version.hpp"
+#include "sections.hpp"
 
 namespace memsnap::report {
 

@@ -93,12 +93,13 @@ void write_segments_text(std::ostream& out, const Source& src, const analysis::A
   bool any = false;
   for (const auto& d : result.devices) any = any || !d.state().segments.empty();
   if (any)
-    out << detail::wrap_block("Each bar is one segment's blocks to scale: '#' allocated, '+' pending free (awaiting "
-                              "other streams, record_stream), '.' free; a live block too small for a cell still gets "
-                              "one. Worst first: the most stranded free bytes (free memory in segments that still hold "
-                              "allocated blocks), then the highest fragmentation (1 - largest free block / free "
-                              "bytes).",
-                              width, 0);
+    out << detail::wrap_block(
+        "Each bar is one segment's blocks to scale: '#' allocated, '+' pending free (awaiting "
+        "other streams, record_stream), '.' free; a live block too small for a cell still gets "
+        "one. Worst first: the most stranded free bytes (free memory in segments that still hold "
+        "allocated blocks), then the highest fragmentation (1 - largest free block / free "
+        "bytes).",
+        width, 0);
   for (const auto& da : result.devices) {
     const snapshot::Device& d = da.state();
     const analysis::Accounting& f = da.accounting;
@@ -137,11 +138,14 @@ void write_segments_text(std::ostream& out, const Source& src, const analysis::A
     for (size_t i = 0; i < shown; ++i) {
       const auto& s = d.segments[order[i]];
       const auto& sf = f.segments[order[i]];
-      out << pad_right(detail::hex(s.address), addr_w) << ' ' << pad_right(detail::pool_label(s.pool, s.pool_id), pool_w)
-          << ' ' << pad_right(detail::stream_name(s.stream), stream_w) << pad_left(human_bytes(s.total_size), kSize)
+      out << pad_right(detail::hex(s.address), addr_w) << ' '
+          << pad_right(detail::pool_label(s.pool, s.pool_id), pool_w) << ' '
+          << pad_right(detail::stream_name(s.stream), stream_w) << pad_left(human_bytes(s.total_size), kSize)
           << pad_left(human_bytes(sf.external_free_bytes), kSize) << "  ";
-      if (inline_bar) out << '|' << draw(d, s, cells, style.color) << "|\n";
-      else out << "\n  |" << draw(d, s, cells, style.color) << "|\n";
+      if (inline_bar)
+        out << '|' << draw(d, s, cells, style.color) << "|\n";
+      else
+        out << "\n  |" << draw(d, s, cells, style.color) << "|\n";
     }
     if (shown < order.size()) {
       uint64_t free = 0, stranded = 0;

@@ -21,15 +21,16 @@ using snapshot::StackId;
 using snapshot::StrId;
 
 // Every fixed string of the schema: keys and enumerated values. The pickle writes each once.
-#define MEMSNAP_WORDS(X)                                                                                        \
-  X(segments) X(device_traces) X(allocator_settings) X(external_annotations) X(device) X(address)               \
-  X(total_size) X(allocated_size) X(active_size) X(requested_size) X(stream) X(segment_type)                    \
-  X(segment_pool_id) X(is_expandable) X(frames) X(blocks) X(size) X(state) X(filename) X(line) X(name)          \
-  X(action) X(addr) X(time_us) X(device_free) X(PYTORCH_CUDA_ALLOC_CONF) X(max_split_size)                     \
-  X(garbage_collection_threshold) X(expandable_segments) X(roundup_power2_divisions)                            \
-  X(trace_alloc_max_entries) X(trace_alloc_overflowed) X(stage) X(small) X(large) X(active_allocated)           \
-  X(active_pending_free) X(inactive) X(alloc) X(free_requested) X(free_completed) X(segment_alloc)              \
-  X(segment_free) X(segment_map) X(segment_unmap) X(snapshot) X(oom) X(free) X(unknown)
+#define MEMSNAP_WORDS(X)                                                                                              \
+  X(segments)                                                                                                         \
+  X(device_traces) X(allocator_settings) X(external_annotations) X(device) X(address) X(total_size) X(allocated_size) \
+      X(active_size) X(requested_size) X(stream) X(segment_type) X(segment_pool_id) X(is_expandable) X(frames)        \
+          X(blocks) X(size) X(state) X(filename) X(line) X(name) X(action) X(addr) X(time_us) X(device_free)          \
+              X(PYTORCH_CUDA_ALLOC_CONF) X(max_split_size) X(garbage_collection_threshold) X(expandable_segments)     \
+                  X(roundup_power2_divisions) X(trace_alloc_max_entries) X(trace_alloc_overflowed) X(stage) X(small)  \
+                      X(large) X(active_allocated) X(active_pending_free) X(inactive) X(alloc) X(free_requested)      \
+                          X(free_completed) X(segment_alloc) X(segment_free) X(segment_map) X(segment_unmap)          \
+                              X(snapshot) X(oom) X(free) X(unknown)
 
 enum class Word : uint8_t {
 #define X(w) w,
@@ -44,7 +45,9 @@ constexpr const char* kWordText[] = {
 };
 static_assert(sizeof(kWordText) / sizeof(kWordText[0]) == static_cast<size_t>(Word::kCount));
 
-std::string_view word_text(Word w) { return kWordText[static_cast<size_t>(w)]; }
+std::string_view word_text(Word w) {
+  return kWordText[static_cast<size_t>(w)];
+}
 
 // Objects a pickle shares through the memo, as torch's own files do.
 enum class Shared : uint8_t { Frame, Stack };
@@ -222,8 +225,10 @@ class Render {
     w_.key(Word::PYTORCH_CUDA_ALLOC_CONF);
     w_.text(a.alloc_conf);
     w_.key(Word::max_split_size);
-    if (a.max_split_size) w_.uinteger(*a.max_split_size);
-    else w_.integer(-1);  // unlimited, as torch reports it
+    if (a.max_split_size)
+      w_.uinteger(*a.max_split_size);
+    else
+      w_.integer(-1);  // unlimited, as torch reports it
     w_.key(Word::garbage_collection_threshold);
     w_.real(a.garbage_collection_threshold);
     w_.key(Word::expandable_segments);
@@ -327,8 +332,10 @@ class JsonSink {
     first_.back() = false;
   }
   void prefix() {
-    if (after_key_) after_key_ = false;
-    else comma();
+    if (after_key_)
+      after_key_ = false;
+    else
+      comma();
   }
   void open(char c) {
     prefix();
@@ -391,10 +398,7 @@ class JsonSink {
 class PickleSink {
  public:
   PickleSink(std::ostream& out, const snapshot::Snapshot& s)
-      : p_(out),
-        strings_(s.strings.size(), kNone),
-        frames_(s.frames.size(), kNone),
-        stacks_(s.stacks.size(), kNone) {
+      : p_(out), strings_(s.strings.size(), kNone), frames_(s.frames.size(), kNone), stacks_(s.stacks.size(), kNone) {
     words_.fill(kNone);
   }
 

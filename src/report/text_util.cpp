@@ -1,8 +1,6 @@
 // Text layout helpers for the reporters.
 #include "text_util.hpp"
 
-#include "memsnap/util/terminal.hpp"
-
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -10,6 +8,8 @@
 #include <ctime>
 #include <iterator>
 #include <vector>
+
+#include "memsnap/util/terminal.hpp"
 
 namespace memsnap::report::detail {
 
@@ -20,7 +20,9 @@ size_t display_width(std::string_view s) {
   return w;
 }
 
-std::string term(std::string_view s, size_t cap) { return terminal_safe(s, cap); }
+std::string term(std::string_view s, size_t cap) {
+  return terminal_safe(s, cap);
+}
 
 namespace {
 std::string cut_left(std::string path, size_t width) {
@@ -31,7 +33,9 @@ std::string cut_left(std::string path, size_t width) {
 }
 }  // namespace
 
-std::string display_path(const std::string& path, size_t width) { return cut_left(term(path, 1024), width); }
+std::string display_path(const std::string& path, size_t width) {
+  return cut_left(term(path, 1024), width);
+}
 
 std::string title_line(const std::string& title, const std::string& path, size_t width) {
   std::string p = cut_left(term(path, 1024), width);
@@ -104,8 +108,10 @@ std::string wrap(const std::string& text, size_t first, size_t indent, size_t wi
     std::string w = text.substr(i, j - i);
     std::string stem = w.substr(0, w.find_last_not_of(".,;:)") + 1);
     bool unit = std::find(std::begin(units), std::end(units), stem) != std::end(units);
-    if (unit && !words.empty()) words.back() += " " + w;
-    else if (!w.empty()) words.push_back(w);
+    if (unit && !words.empty())
+      words.back() += " " + w;
+    else if (!w.empty())
+      words.push_back(w);
     i = j + 1;
   }
   std::string out;
@@ -166,9 +172,12 @@ std::string hex(uint64_t v) {
 std::string duration(int64_t us) {
   char buf[64];
   if (us < 0) return "-" + duration(us == INT64_MIN ? INT64_MAX : -us);
-  if (us < 1000) std::snprintf(buf, sizeof buf, "%lld us", static_cast<long long>(us));
-  else if (us < 1000000) std::snprintf(buf, sizeof buf, "%.1f ms", double(us) / 1e3);
-  else if (us < 60000000) std::snprintf(buf, sizeof buf, "%.2f s", double(us) / 1e6);
+  if (us < 1000)
+    std::snprintf(buf, sizeof buf, "%lld us", static_cast<long long>(us));
+  else if (us < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f ms", double(us) / 1e3);
+  else if (us < 60000000)
+    std::snprintf(buf, sizeof buf, "%.2f s", double(us) / 1e6);
   else if (us < 3600000000LL)
     std::snprintf(buf, sizeof buf, "%lld min %lld s", static_cast<long long>(us / 60000000),
                   static_cast<long long>((us / 1000000) % 60));

@@ -16,9 +16,13 @@ namespace {
 
 constexpr size_t kHead = 13;  // "  iterations " column
 
-std::string head(const char* word) { return "  " + pad_right(word, kHead - 2); }
+std::string head(const char* word) {
+  return "  " + pad_right(word, kHead - 2);
+}
 
-std::string plural_blocks(uint64_t n) { return with_commas(n) + (n == 1 ? " block" : " blocks"); }
+std::string plural_blocks(uint64_t n) {
+  return with_commas(n) + (n == 1 ? " block" : " blocks");
+}
 
 std::string bytes_per_iter(double b) {
   return (b < 0 ? "-" : "") + human_bytes(static_cast<uint64_t>(std::llround(std::fabs(b))));
@@ -50,7 +54,8 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
   out << head("peak") << wrap(line, kHead, kHead, width) << '\n';
   if (p.top_sites.empty()) return;
   size_t site_w = width - 4 - 12 - 8;
-  out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8) << '\n';
+  out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
+      << '\n';
   for (const auto& s : p.top_sites)
     site_row(out, s.site, site_w, pad_left(human_bytes(s.live_bytes), 12) + pad_left(with_commas(s.allocations), 8),
              width);
@@ -67,10 +72,10 @@ void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) 
     }
     return;
   }
-  std::string line = with_commas(it.count) + " found (" + term(iteration_method(it), 512) + "), " + with_commas(it.period_events) +
-                     " events" + (it.period_us ? ", " + duration(int64_t(*it.period_us)) : std::string()) +
-                     " each; allocated memory grows " + bytes_per_iter(it.growth_bytes_per_iteration) +
-                     " per iteration";
+  std::string line =
+      with_commas(it.count) + " found (" + term(iteration_method(it), 512) + "), " + with_commas(it.period_events) +
+      " events" + (it.period_us ? ", " + duration(int64_t(*it.period_us)) : std::string()) +
+      " each; allocated memory grows " + bytes_per_iter(it.growth_bytes_per_iteration) + " per iteration";
   out << head("iterations") << wrap(line, kHead, kHead, width) << '\n';
   out << std::string(kHead, ' ') << wrap(term(iteration_evidence(it), 2048), kHead, kHead, width) << '\n';
 }
@@ -86,7 +91,8 @@ void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {
   out << "sites that keep allocations from iteration after iteration:\n";
   size_t site_w = width - 4 - 11 - 11 - 8 - 2 - 16;
   out << "    " << pad_right("site", site_w) << pad_left("per iter", 11) << pad_left("live now", 11)
-      << pad_left("kept", 8) << "  " << "pattern" << '\n';
+      << pad_left("kept", 8) << "  "
+      << "pattern" << '\n';
   for (const auto& l : d.leaks) {
     std::string kept = std::to_string(l.iterations_retained) + "/" + std::to_string(l.iterations_judged);
     site_row(out, l.site, site_w,
@@ -101,7 +107,9 @@ void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {
 
 }  // namespace
 
-size_t prose_width(const TextStyle& style) { return static_cast<size_t>(std::max(60, std::min(style.width, 160))); }
+size_t prose_width(const TextStyle& style) {
+  return static_cast<size_t>(std::max(60, std::min(style.width, 160)));
+}
 
 std::string at_time(const std::optional<int64_t>& t, const std::optional<int64_t>& origin) {
   if (!t || !origin) return "";
@@ -117,9 +125,10 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const std::opt
     out << "no entries (history recording was off, or enabled=\"state\")\n";
     if (!d.state().segments.empty() && d.ooms.explained.empty())
       out << std::string(kHead, ' ')
-          << wrap("if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" "
-                  "figure) explains it from the dumped state",
-                  kHead, kHead, width)
+          << wrap(
+                 "if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" "
+                 "figure) explains it from the dumped state",
+                 kHead, kHead, width)
           << '\n';
     return;
   }
@@ -141,7 +150,8 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const std::opt
     out << pad << wrap(line, kHead, kHead, width) << '\n';
   } else if (t.first_mismatch) {
     out << pad
-        << wrap("replay: INCONSISTENT from event " + with_commas(t.first_mismatch->event) + ": " + t.first_mismatch->what,
+        << wrap("replay: INCONSISTENT from event " + with_commas(t.first_mismatch->event) + ": " +
+                    t.first_mismatch->what,
                 kHead, kHead, width)
         << '\n';
   }
@@ -162,8 +172,8 @@ void write_oom_headline_text(std::ostream& out, const DeviceAnalysis& d, const T
   out << "  " << red << wrap(line, 2, 2, width) << reset << '\n';
   const OomReport& last = d.ooms.explained.back();
   if (last.freed_after_bytes)
-    out << wrap_block("at the dump " + human_bytes(d.accounting.allocated_bytes) + " is allocated: " +
-                          human_bytes(last.freed_after_bytes) +
+    out << wrap_block("at the dump " + human_bytes(d.accounting.allocated_bytes) +
+                          " is allocated: " + human_bytes(last.freed_after_bytes) +
                           " was freed after the OOM; the totals describe the dump, the OOM section the moment of "
                           "failure",
                       width, 2);

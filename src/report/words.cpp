@@ -21,13 +21,17 @@ std::string pct(uint64_t part, uint64_t whole) {
   return std::to_string(static_cast<int>(std::lround(100.0 * double(part) / double(whole)))) + "%";
 }
 
-std::string pct(double r) { return std::to_string(int(std::lround(r * 100))) + "%"; }
+std::string pct(double r) {
+  return std::to_string(int(std::lround(r * 100))) + "%";
+}
 
 std::string plural(uint64_t n, const char* one, const char* many) {
   return with_commas(n) + " " + (n == 1 ? one : many);
 }
 
-std::string per_iter(double b) { return human_bytes(uint64_t(std::llround(std::max(0.0, b)))) + " per iteration"; }
+std::string per_iter(double b) {
+  return human_bytes(uint64_t(std::llround(std::max(0.0, b)))) + " per iteration";
+}
 
 std::string pool_name(const PoolAccount& p) {
   std::string s = std::string("the ") + snapshot::to_string(p.pool) + " pool";
@@ -73,23 +77,32 @@ Words leak_words(FindingKind kind, const DeviceAnalysis& d, uint64_t growth) {
   Words w;
   switch (want) {
     case LeakPattern::AutogradHistory:
-      w.message = head + ": tiny tensors from " + tiny + " are kept every iteration together with the forward "
-                  "activations of their graph" + (largest.empty() || largest == tiny ? "" : " (largest from " + largest + ")") +
-                  "." + kept + " This is accumulating autograd history across the training loop (e.g. `total_loss += loss`).";
-      w.advice = "Accumulate a Python number instead: `total_loss += loss.item()` or `float(loss)` (or "
-                 "`loss.detach()`), so each step's graph can be freed.";
+      w.message = head + ": tiny tensors from " + tiny +
+                  " are kept every iteration together with the forward "
+                  "activations of their graph" +
+                  (largest.empty() || largest == tiny ? "" : " (largest from " + largest + ")") + "." + kept +
+                  " This is accumulating autograd history across the training loop (e.g. `total_loss += loss`).";
+      w.advice =
+          "Accumulate a Python number instead: `total_loss += loss.item()` or `float(loss)` (or "
+          "`loss.detach()`), so each step's graph can be freed.";
       break;
     case LeakPattern::TensorList:
-      w.message = head + ": tensors allocated at " + largest + " are kept alive from every iteration, as a list or "
-                  "other container that grows would keep them." + kept;
-      w.advice = "Keep Python numbers (`.item()`), or `.detach().cpu()` copies, instead of GPU tensors; `del` "
-                 "references you no longer need.";
+      w.message = head + ": tensors allocated at " + largest +
+                  " are kept alive from every iteration, as a list or "
+                  "other container that grows would keep them." +
+                  kept;
+      w.advice =
+          "Keep Python numbers (`.item()`), or `.detach().cpu()` copies, instead of GPU tensors; `del` "
+          "references you no longer need.";
       break;
     case LeakPattern::Unclassified:
-      w.message = head + ": allocations at " + largest + " survive from iteration after iteration; memsnap cannot "
-                  "tell from the trace which reference keeps them (see `leaks` for the evidence)." + kept;
-      w.advice = "Find what holds these tensors across steps (lists, caches, attributes on `self`, accumulated "
-                 "losses) and `del` them or keep `.item()` values instead.";
+      w.message = head + ": allocations at " + largest +
+                  " survive from iteration after iteration; memsnap cannot "
+                  "tell from the trace which reference keeps them (see `leaks` for the evidence)." +
+                  kept;
+      w.advice =
+          "Find what holds these tensors across steps (lists, caches, attributes on `self`, accumulated "
+          "losses) and `del` them or keep `.item()` values instead.";
       break;
   }
   return w;
@@ -136,8 +149,9 @@ Words growth_words(const Finding& f, const DeviceAnalysis& d) {
   w.message = "Allocations grow iteration after iteration: " + what +
               ". Memory that grows with the input, such as the sequence length, raises the peak every step until "
               "it does not fit.";
-  w.advice = "Bound the input's length (truncate, or bucket inputs by length); for RNNs, truncated "
-             "backpropagation through time (detach the hidden state every k steps).";
+  w.advice =
+      "Bound the input's length (truncate, or bucket inputs by length); for RNNs, truncated "
+      "backpropagation through time (detach the hidden state every k steps).";
   return w;
 }
 
@@ -147,10 +161,12 @@ Words one_pass_words(const Finding& f, const DeviceAnalysis& d) {
   const Structure& s = *d.structure;
   w.message = "One forward pass keeps the activations of every one of its " + with_commas(s.repeats) +
               " repeated blocks" + (s.loop_site.empty() ? std::string() : " (" + s.loop_site + ")") + ": " +
-              human_bytes(f.bytes) + " is still allocated at the dump and no backward pass follows to free it. "
+              human_bytes(f.bytes) +
+              " is still allocated at the dump and no backward pass follows to free it. "
               "With autograd on, each layer's output is saved for a backward that never runs.";
-  w.advice = "Evaluate under `torch.no_grad()` or `torch.inference_mode()`: each activation is then freed as "
-             "soon as the next layer has used it.";
+  w.advice =
+      "Evaluate under `torch.no_grad()` or `torch.inference_mode()`: each activation is then freed as "
+      "soon as the next layer has used it.";
   return w;
 }
 
@@ -174,7 +190,8 @@ Words stranded_words(const Accounting& a, bool expandable) {
   w.advice = expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
                               std::string(kFreeEarlier) + "."
                         : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "
-                          "page by page instead of being cached split); or " + std::string(kFreeEarlier) + ".";
+                          "page by page instead of being cached split); or " +
+                              std::string(kFreeEarlier) + ".";
   return w;
 }
 
@@ -182,20 +199,25 @@ Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapsho
   Words w;
   char frag[16];
   std::snprintf(frag, sizeof frag, "%.2f", p.fragmentation);
-  w.message = pool_name(p) + " strands " + human_bytes(p.stranded_bytes) + " of free memory next to allocated "
-              "blocks, but the largest stranded piece is " + human_bytes(p.largest_stranded_block_bytes) +
-              " (fragmentation " + frag + "): a request above that size on this stream needs new memory from CUDA "
+  w.message = pool_name(p) + " strands " + human_bytes(p.stranded_bytes) +
+              " of free memory next to allocated "
+              "blocks, but the largest stranded piece is " +
+              human_bytes(p.largest_stranded_block_bytes) + " (fragmentation " + frag +
+              "): a request above that size on this stream needs new memory from CUDA "
               "even though the cache holds more bytes in total.";
   if (expandable)
-    w.advice = "Expandable segments are on, so the holes lie between allocated blocks: allocate long-lived "
-               "tensors before short-lived ones so they do not interleave, and " + std::string(kFreeEarlier) + ".";
+    w.advice =
+        "Expandable segments are on, so the holes lie between allocated blocks: allocate long-lived "
+        "tensors before short-lived ones so they do not interleave, and " +
+        std::string(kFreeEarlier) + ".";
   else if (settings.max_split_size)
     w.advice = "max_split_size is already " + human_bytes(*settings.max_split_size) +
                "; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids this fragmentation altogether.";
   else
-    w.advice = "Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N (blocks of N MiB or more are then never split, "
-               "so they stay whole for large requests), or expandable_segments:True, which avoids this "
-               "fragmentation altogether.";
+    w.advice =
+        "Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N (blocks of N MiB or more are then never split, "
+        "so they stay whole for large requests), or expandable_segments:True, which avoids this "
+        "fragmentation altogether.";
   return w;
 }
 
@@ -207,11 +229,14 @@ Words releasable_words(const Accounting& a) {
                                      : std::string()) +
               ". PyTorch reuses it without a new cudaMalloc, so it is not a leak, but nvidia-smi and other "
               "processes see it as used.";
-  w.advice = "If another process needs the GPU, call torch.cuda.empty_cache() after the phase that needed the "
-             "memory; it returns " + human_bytes(a.empty_cache_bytes()) + " to CUDA" +
-             (a.empty_cache_pending_bytes ? " (these bytes and " + human_bytes(a.empty_cache_pending_bytes) +
-                                                " of pending frees it waits for first)"
-                                          : std::string()) + ".";
+  w.advice =
+      "If another process needs the GPU, call torch.cuda.empty_cache() after the phase that needed the "
+      "memory; it returns " +
+      human_bytes(a.empty_cache_bytes()) + " to CUDA" +
+      (a.empty_cache_pending_bytes
+           ? " (these bytes and " + human_bytes(a.empty_cache_pending_bytes) + " of pending frees it waits for first)"
+           : std::string()) +
+      ".";
   return w;
 }
 
@@ -220,9 +245,10 @@ Words pending_free_words(const Accounting& a) {
   w.message = human_bytes(a.pending_free_bytes) + " (" + pct(a.pending_free_bytes, a.reserved_bytes) +
               " of reserved memory) was freed by the program but awaits other streams (record_stream), so it "
               "cannot be reused yet.";
-  w.advice = "It becomes free when the other streams' work completes; synchronize (torch.cuda.synchronize() or "
-             "a stream wait) before the next large allocation, and prefer a stream wait over record_stream for "
-             "large tensors.";
+  w.advice =
+      "It becomes free when the other streams' work completes; synchronize (torch.cuda.synchronize() or "
+      "a stream wait) before the next large allocation, and prefer a stream wait over record_stream for "
+      "large tensors.";
   return w;
 }
 
@@ -232,8 +258,9 @@ Words trace_words(const DeviceAnalysis& d) {
   Words w;
   w.message = "The trace does not replay cleanly to the dumped state: event " +
               with_commas(d.trace.first_mismatch->event) + ": " + d.trace.first_mismatch->what + ".";
-  w.advice = "Figures derived from the trace (peak, timeline, leaks) may be off around that event; the dumped "
-             "state itself is unaffected.";
+  w.advice =
+      "Figures derived from the trace (peak, timeline, leaks) may be off around that event; the dumped "
+      "state itself is unaffected.";
   return w;
 }
 
@@ -288,8 +315,8 @@ std::string cause_evidence(OomCause cause, const OomReport& r, const std::vector
     case OomCause::Capacity: {
       uint64_t base = r.capacity_bytes ? *r.capacity_bytes : r.reserved_bytes;
       std::string of = r.capacity_bytes ? "of the device" : "of reserved memory";
-      std::string ev = "Live tensors hold " + human_bytes(r.allocated_bytes) + " (" + pct(r.allocated_bytes, base) + " " +
-                       of + "); only " + human_bytes(r.free_cached_bytes) + " was cached free";
+      std::string ev = "Live tensors hold " + human_bytes(r.allocated_bytes) + " (" + pct(r.allocated_bytes, base) +
+                       " " + of + "); only " + human_bytes(r.free_cached_bytes) + " was cached free";
       if (r.device_free_bytes) ev += " and the device had " + human_bytes(*r.device_free_bytes) + " free";
       if (!r.top_sites.empty()) ev += ". Largest holders: " + site_list(r.top_sites, 3, base);
       return ev + ".";
@@ -406,8 +433,7 @@ std::string iteration_evidence(const Iterations& it) {
   switch (it.reason) {
     case NoIterations::Claimed:
       switch (it.method) {
-        case IterationMethod::Annotation:
-          return with_commas(it.annotations) + " optimizer steps annotated in the file";
+        case IterationMethod::Annotation: return with_commas(it.annotations) + " optimizer steps annotated in the file";
         case IterationMethod::Marker: return with_commas(it.count) + " iterations start at '" + it.name + "'";
         case IterationMethod::TrainingLoop:
           return with_commas(it.period_allocations) + " allocations per iteration; " + pct(it.match_ratio) +
@@ -430,8 +456,8 @@ std::string iteration_evidence(const Iterations& it) {
              " of the allocation stacks (80% needed)";
     case NoIterations::PartialRepeat:
       return "the allocation sequence repeats every " + with_commas(it.period_allocations) +
-             " allocations only from allocation " + with_commas(it.steady_from) + " of " +
-             with_commas(it.allocations) + " on: a loop within one pass or step, not whole iterations";
+             " allocations only from allocation " + with_commas(it.steady_from) + " of " + with_commas(it.allocations) +
+             " on: a loop within one pass or step, not whole iterations";
     case NoIterations::KeepsActivations:
       return "each repeated block keeps " + pct(it.kept_share) +
              " of the bytes it allocates (activations saved for backward): layers of one pass, not iterations";
@@ -446,7 +472,8 @@ std::string iteration_evidence(const Iterations& it) {
       return "the file annotates " + with_commas(it.annotations) +
              " optimizer step(s): too few to delimit whole iterations";
     case NoIterations::MarkerNotFound:
-      return "'" + it.name + "' opens fewer than two iterations in the trace (no annotation of that name and fewer "
+      return "'" + it.name +
+             "' opens fewer than two iterations in the trace (no annotation of that name and fewer "
              "than two allocations at that site or function)";
   }
   return "";

@@ -6,9 +6,9 @@
 #include <map>
 #include <unordered_map>
 
+#include "memsnap/snapshot/validate.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/hash.hpp"
-#include "memsnap/snapshot/validate.hpp"
 
 namespace memsnap::snapshot {
 
@@ -71,8 +71,21 @@ class Schema {
   std::array<uint8_t, kSlots> cache_field_{};
 };
 
-enum SegF { S_device, S_address, S_total_size, S_allocated_size, S_active_size, S_requested_size, S_stream,
-            S_segment_type, S_segment_pool_id, S_is_expandable, S_frames, S_blocks, S_N };
+enum SegF {
+  S_device,
+  S_address,
+  S_total_size,
+  S_allocated_size,
+  S_active_size,
+  S_requested_size,
+  S_stream,
+  S_segment_type,
+  S_segment_pool_id,
+  S_is_expandable,
+  S_frames,
+  S_blocks,
+  S_N
+};
 enum BlockF { B_address, B_size, B_requested_size, B_state, B_frames, B_history, B_N };
 enum HistF { H_real_size, H_frames, H_N };
 enum FrameF { F_filename, F_line, F_name, F_N };
@@ -94,9 +107,8 @@ class Builder {
         frame_({"filename", "line", "name"}),
         event_({"action", "addr", "size", "stream", "frames", "time_us", "device_free"}),
         top_({"segments", "device_traces", "allocator_settings", "external_annotations"}),
-        settings_({"PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold",
-                   "expandable_segments", "roundup_power2_divisions", "trace_alloc_overflowed",
-                   "trace_alloc_max_entries"}),
+        settings_({"PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold", "expandable_segments",
+                   "roundup_power2_divisions", "trace_alloc_overflowed", "trace_alloc_max_entries"}),
         ann_({"device", "time_us", "name", "stage"}) {}
 
   Snapshot run();
@@ -167,8 +179,9 @@ class Builder {
     if (((work_ + n) >> 16) != (work_ >> 16)) account();
     work_ += n;
     if (work_ > work_budget_)
-      throw InputError("", "the snapshot expands to far more elements than its size allows "
-                           "(objects shared through the pickle memo are referenced too many times)");
+      throw InputError("",
+                       "the snapshot expands to far more elements than its size allows "
+                       "(objects shared through the pickle memo are referenced too many times)");
   }
 
   Device& device(int64_t index, const std::string& where);
@@ -224,7 +237,8 @@ FrameId Builder::frame_of(ValueId v, const W& where) {
   need_dict(v, where);
   auto f = frame_.scan(g_, v);
   Frame fr;
-  if (f.has(F_filename)) fr.filename = snap_.strings.intern(str_of(f.v[F_filename], [&] { return where() + ".filename"; }));
+  if (f.has(F_filename))
+    fr.filename = snap_.strings.intern(str_of(f.v[F_filename], [&] { return where() + ".filename"; }));
   if (f.has(F_name)) fr.name = snap_.strings.intern(str_of(f.v[F_name], [&] { return where() + ".name"; }));
   if (f.has(F_line)) fr.line = int_of(f.v[F_line], [&] { return where() + ".line"; });
   FrameId id = snap_.frames.intern(fr);
@@ -253,10 +267,14 @@ BlockState Builder::state_of(ValueId v, const W& where) {
   if (auto it = state_cache_.find(v.v); it != state_cache_.end()) return BlockState(it->second);
   std::string_view s = str_of(v, where);
   BlockState st;
-  if (s == "active_allocated") st = BlockState::ActiveAllocated;
-  else if (s == "active_pending_free" || s == "active_awaiting_free") st = BlockState::ActivePendingFree;
-  else if (s == "inactive") st = BlockState::Inactive;
-  else throw_at_path(where(), "unknown block state '" + std::string(s.substr(0, 60)) + "'");
+  if (s == "active_allocated")
+    st = BlockState::ActiveAllocated;
+  else if (s == "active_pending_free" || s == "active_awaiting_free")
+    st = BlockState::ActivePendingFree;
+  else if (s == "inactive")
+    st = BlockState::Inactive;
+  else
+    throw_at_path(where(), "unknown block state '" + std::string(s.substr(0, 60)) + "'");
   state_cache_.emplace(v.v, uint8_t(st));
   return st;
 }
@@ -268,12 +286,16 @@ Action Builder::action_of(ValueId v, const W& where) {
     return Action(it->second);
   }
   std::string_view s = str_of(v, where);
-  static const std::pair<std::string_view, Action> table[] = {
-      {"alloc", Action::Alloc}, {"free_requested", Action::FreeRequested},
-      {"free_completed", Action::FreeCompleted}, {"segment_alloc", Action::SegmentAlloc},
-      {"segment_free", Action::SegmentFree}, {"segment_map", Action::SegmentMap},
-      {"segment_unmap", Action::SegmentUnmap}, {"snapshot", Action::Snapshot},
-      {"oom", Action::Oom}, {"free", Action::Free}};
+  static const std::pair<std::string_view, Action> table[] = {{"alloc", Action::Alloc},
+                                                              {"free_requested", Action::FreeRequested},
+                                                              {"free_completed", Action::FreeCompleted},
+                                                              {"segment_alloc", Action::SegmentAlloc},
+                                                              {"segment_free", Action::SegmentFree},
+                                                              {"segment_map", Action::SegmentMap},
+                                                              {"segment_unmap", Action::SegmentUnmap},
+                                                              {"snapshot", Action::Snapshot},
+                                                              {"oom", Action::Oom},
+                                                              {"free", Action::Free}};
   Action a = Action::Unknown;
   for (auto& [name, act] : table)
     if (s == name) a = act;
@@ -313,8 +335,7 @@ void Builder::segment(ValueId v, size_t si) {
 
   auto blocks = list_of(f.v[S_blocks], at(S_blocks));
   spend(blocks.size());
-  if (d.blocks.size() + blocks.size() > std::numeric_limits<uint32_t>::max())
-    throw_at_path(where(), "too many blocks");
+  if (d.blocks.size() + blocks.size() > std::numeric_limits<uint32_t>::max()) throw_at_path(where(), "too many blocks");
   s.first_block = static_cast<uint32_t>(d.blocks.size());
   s.block_count = static_cast<uint32_t>(blocks.size());
   uint64_t cursor = s.address;
@@ -385,8 +406,7 @@ void Builder::traces(ValueId v) {
       if (f.has(E_stream)) e.stream = bits_of(f.v[E_stream], at(E_stream));
       if (f.has(E_time_us)) e.time_us = int_of(f.v[E_time_us], at(E_time_us));
       if (f.has(E_frames)) e.stack = stack_of(f.v[E_frames], at(E_frames));
-      if (e.action == Action::Oom)
-        e.addr = f.has(E_device_free) ? size_of(f.v[E_device_free], at(E_device_free)) : 0;
+      if (e.action == Action::Oom) e.addr = f.has(E_device_free) ? size_of(f.v[E_device_free], at(E_device_free)) : 0;
       d.trace.push_back(e);
       if ((ei & 0xFFFF) == 0xFFFF) account();
     }
@@ -411,8 +431,10 @@ void Builder::settings(ValueId v) {
   }
   if (f.has(A_gc)) {
     ValueId m = f.v[A_gc];
-    if (g_.kind(m) == Kind::Float) s.garbage_collection_threshold = g_.as_float(m);
-    else s.garbage_collection_threshold = double(int_of(m, at(A_gc)));
+    if (g_.kind(m) == Kind::Float)
+      s.garbage_collection_threshold = g_.as_float(m);
+    else
+      s.garbage_collection_threshold = double(int_of(m, at(A_gc)));
   }
   if (f.has(A_expandable)) s.expandable_segments = bool_of(f.v[A_expandable], at(A_expandable));
   if (f.has(A_overflowed)) s.trace_alloc_overflowed = bool_of(f.v[A_overflowed], at(A_overflowed));
@@ -460,7 +482,8 @@ Snapshot Builder::run() {
       std::string keys;
       auto items = g_.items(root);
       for (size_t i = 0; i + 1 < items.size() && i < 16; i += 2)
-        if (g_.kind(items[i]) == Kind::Str) keys += (keys.empty() ? "" : ", ") + std::string(g_.bytes(items[i]).substr(0, 40));
+        if (g_.kind(items[i]) == Kind::Str)
+          keys += (keys.empty() ? "" : ", ") + std::string(g_.bytes(items[i]).substr(0, 40));
       throw InputError("", "not a memory snapshot: the top-level dict has no 'segments' key" +
                                (keys.empty() ? std::string() : " (its keys: " + keys + ")"));
     }

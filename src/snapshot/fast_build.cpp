@@ -41,34 +41,107 @@ namespace {
 enum Sym : uint8_t {
   Y_none = 0,
   // keys
-  Y_segments, Y_device_traces, Y_allocator_settings, Y_external_annotations,
-  Y_device, Y_address, Y_total_size, Y_allocated_size, Y_active_size, Y_requested_size, Y_stream,
-  Y_segment_type, Y_segment_pool_id, Y_is_expandable, Y_frames, Y_blocks,
-  Y_size, Y_state, Y_history,
-  Y_filename, Y_line, Y_name,
-  Y_action, Y_addr, Y_time_us, Y_device_free,
-  Y_conf, Y_max_split_size, Y_gc, Y_expandable_segments, Y_roundup, Y_overflowed, Y_max_entries,
+  Y_segments,
+  Y_device_traces,
+  Y_allocator_settings,
+  Y_external_annotations,
+  Y_device,
+  Y_address,
+  Y_total_size,
+  Y_allocated_size,
+  Y_active_size,
+  Y_requested_size,
+  Y_stream,
+  Y_segment_type,
+  Y_segment_pool_id,
+  Y_is_expandable,
+  Y_frames,
+  Y_blocks,
+  Y_size,
+  Y_state,
+  Y_history,
+  Y_filename,
+  Y_line,
+  Y_name,
+  Y_action,
+  Y_addr,
+  Y_time_us,
+  Y_device_free,
+  Y_conf,
+  Y_max_split_size,
+  Y_gc,
+  Y_expandable_segments,
+  Y_roundup,
+  Y_overflowed,
+  Y_max_entries,
   Y_stage,
   // values
-  Y_active_allocated, Y_active_pending_free, Y_active_awaiting_free, Y_inactive,
-  Y_alloc, Y_free_requested, Y_free_completed, Y_segment_alloc, Y_segment_free, Y_segment_map,
-  Y_segment_unmap, Y_snapshot, Y_oom, Y_free,
+  Y_active_allocated,
+  Y_active_pending_free,
+  Y_active_awaiting_free,
+  Y_inactive,
+  Y_alloc,
+  Y_free_requested,
+  Y_free_completed,
+  Y_segment_alloc,
+  Y_segment_free,
+  Y_segment_map,
+  Y_segment_unmap,
+  Y_snapshot,
+  Y_oom,
+  Y_free,
   Y_count
 };
 
-constexpr std::string_view kSymText[Y_count] = {
-    "", "segments", "device_traces", "allocator_settings", "external_annotations",
-    "device", "address", "total_size", "allocated_size", "active_size", "requested_size", "stream",
-    "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks",
-    "size", "state", "history",
-    "filename", "line", "name",
-    "action", "addr", "time_us", "device_free",
-    "PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold", "expandable_segments",
-    "roundup_power2_divisions", "trace_alloc_overflowed", "trace_alloc_max_entries",
-    "stage",
-    "active_allocated", "active_pending_free", "active_awaiting_free", "inactive",
-    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
-    "segment_unmap", "snapshot", "oom", "free"};
+constexpr std::string_view kSymText[Y_count] = {"",
+                                                "segments",
+                                                "device_traces",
+                                                "allocator_settings",
+                                                "external_annotations",
+                                                "device",
+                                                "address",
+                                                "total_size",
+                                                "allocated_size",
+                                                "active_size",
+                                                "requested_size",
+                                                "stream",
+                                                "segment_type",
+                                                "segment_pool_id",
+                                                "is_expandable",
+                                                "frames",
+                                                "blocks",
+                                                "size",
+                                                "state",
+                                                "history",
+                                                "filename",
+                                                "line",
+                                                "name",
+                                                "action",
+                                                "addr",
+                                                "time_us",
+                                                "device_free",
+                                                "PYTORCH_CUDA_ALLOC_CONF",
+                                                "max_split_size",
+                                                "garbage_collection_threshold",
+                                                "expandable_segments",
+                                                "roundup_power2_divisions",
+                                                "trace_alloc_overflowed",
+                                                "trace_alloc_max_entries",
+                                                "stage",
+                                                "active_allocated",
+                                                "active_pending_free",
+                                                "active_awaiting_free",
+                                                "inactive",
+                                                "alloc",
+                                                "free_requested",
+                                                "free_completed",
+                                                "segment_alloc",
+                                                "segment_free",
+                                                "segment_map",
+                                                "segment_unmap",
+                                                "snapshot",
+                                                "oom",
+                                                "free"};
 
 uint8_t classify(const uint8_t* p, size_t n) {
   if (n < 3 || n > 28) return Y_none;
@@ -79,7 +152,15 @@ uint8_t classify(const uint8_t* p, size_t n) {
 
 // ---- slots --------------------------------------------------------------------------------
 enum Tag : uint8_t {
-  kNone, kBool, kInt, kUInt, kBig, kFloat, kStr, kTuple, kOther,  // atoms
+  kNone,
+  kBool,
+  kInt,
+  kUInt,
+  kBig,
+  kFloat,
+  kStr,
+  kTuple,
+  kOther,    // atoms
   kOpen,     // a container being built: a = open record
   kFrame,    // a = provisional FrameId
   kStack,    // a = provisional StackId
@@ -100,8 +181,22 @@ static_assert(sizeof(Slot) == 16);
 
 // ---- roles ----------------------------------------------------------------------------------
 enum Role : uint8_t {
-  R_bail, R_top, R_segments, R_segment, R_blocks, R_block, R_frames, R_frame, R_devtraces, R_trace,
-  R_event, R_settings, R_roundup, R_annotations, R_annot, R_ignore
+  R_bail,
+  R_top,
+  R_segments,
+  R_segment,
+  R_blocks,
+  R_block,
+  R_frames,
+  R_frame,
+  R_devtraces,
+  R_trace,
+  R_event,
+  R_settings,
+  R_roundup,
+  R_annotations,
+  R_annot,
+  R_ignore
 };
 enum CKind : uint8_t { C_list, C_dict };
 
@@ -164,14 +259,35 @@ Role child_role(Role parent, CKind pk, uint8_t key, CKind k) {
 }
 
 // Fields each dict role reads, as slots in fields_.
-enum { F_seg_device, F_seg_address, F_seg_total, F_seg_allocated, F_seg_active, F_seg_requested, F_seg_stream,
-       F_seg_type, F_seg_pool, F_seg_expandable, F_seg_frames, F_seg_blocks, F_seg_N };
+enum {
+  F_seg_device,
+  F_seg_address,
+  F_seg_total,
+  F_seg_allocated,
+  F_seg_active,
+  F_seg_requested,
+  F_seg_stream,
+  F_seg_type,
+  F_seg_pool,
+  F_seg_expandable,
+  F_seg_frames,
+  F_seg_blocks,
+  F_seg_N
+};
 enum { F_blk_address, F_blk_size, F_blk_requested, F_blk_state, F_blk_frames, F_blk_N };
 enum { F_fr_filename, F_fr_line, F_fr_name, F_fr_N };
 enum { F_ev_action, F_ev_addr, F_ev_size, F_ev_stream, F_ev_frames, F_ev_time, F_ev_device_free, F_ev_N };
 enum { F_top_segments, F_top_traces, F_top_settings, F_top_annotations, F_top_N };
-enum { F_set_conf, F_set_max_split, F_set_gc, F_set_expandable, F_set_roundup, F_set_overflowed,
-       F_set_max_entries, F_set_N };
+enum {
+  F_set_conf,
+  F_set_max_split,
+  F_set_gc,
+  F_set_expandable,
+  F_set_roundup,
+  F_set_overflowed,
+  F_set_max_entries,
+  F_set_N
+};
 enum { F_ann_device, F_ann_time, F_ann_name, F_ann_stage, F_ann_N };
 constexpr int kNoField = -1;
 
@@ -269,16 +385,16 @@ constexpr uint32_t kNone32 = 0xFFFFFFFFu;
 struct Open {
   Role role;
   CKind kind;
-  uint8_t key = Y_none;   // dict parent: the key this container is the value of
-  uint32_t parent;        // open record of the parent, kNone32 for the root
-  uint32_t pos = 0;       // list parent: the element index this container will take
+  uint8_t key = Y_none;  // dict parent: the key this container is the value of
+  uint32_t parent;       // open record of the parent, kNone32 for the root
+  uint32_t pos = 0;      // list parent: the element index this container will take
   uint32_t memo = kNone32;
-  uint32_t count = 0;     // list: elements appended so far
-  uint32_t fields = 0;    // dict: first slot in fields_
-  uint32_t seen = 0;      // dict: fields set so far (a repeated known key bails)
-  uint32_t value = 0;     // frames: provisional StackId so far; blocks/roundup: first pending index;
-                          // trace: device index; frame: its provisional FrameId once complete
-  bool read = false;      // frames: its memo entry was read while open (so it must not grow)
+  uint32_t count = 0;   // list: elements appended so far
+  uint32_t fields = 0;  // dict: first slot in fields_
+  uint32_t seen = 0;    // dict: fields set so far (a repeated known key bails)
+  uint32_t value = 0;   // frames: provisional StackId so far; blocks/roundup: first pending index;
+                        // trace: device index; frame: its provisional FrameId once complete
+  bool read = false;    // frames: its memo entry was read while open (so it must not grow)
 };
 
 struct PendingBlock {
@@ -295,7 +411,9 @@ struct Staged {
 struct Bail {
   int line;
 };
-[[noreturn, gnu::cold, gnu::noinline]] void bail(int line = __builtin_LINE()) { throw Bail{line}; }
+[[noreturn, gnu::cold, gnu::noinline]] void bail(int line = __builtin_LINE()) {
+  throw Bail{line};
+}
 
 // Memo: 4-byte handles in pages of 4096, a page allocated only when it holds a useful
 // entry (trace event dicts, memoized by the pickler and never referenced, cost nothing).
@@ -330,7 +448,10 @@ class Memo {
     p[i & 4095] = h;
     return (old & ~kPayload) == kFrame && old != h;  // spans depend on frame entries only
   }
-  size_t bytes() const { return pages_.size() * 8 + size_t(std::count_if(pages_.begin(), pages_.end(), [](auto* p) { return p != nullptr; })) * 16384; }
+  size_t bytes() const {
+    return pages_.size() * 8 +
+           size_t(std::count_if(pages_.begin(), pages_.end(), [](auto* p) { return p != nullptr; })) * 16384;
+  }
 
  private:
   std::vector<uint32_t*> pages_;
@@ -459,7 +580,15 @@ class FastBuilder {
     switch (s.tag) {
       case kFrame: return Memo::kFrame | s.a;
       case kStack: return Memo::kStack | s.a;
-      case kNone: case kBool: case kInt: case kUInt: case kBig: case kFloat: case kStr: case kTuple: case kOther:
+      case kNone:
+      case kBool:
+      case kInt:
+      case kUInt:
+      case kBig:
+      case kFloat:
+      case kStr:
+      case kTuple:
+      case kOther:
         if (atoms_.size() > Memo::kPayload) bail();
         atoms_.push_back(s);
         return Memo::kAtom | uint32_t(atoms_.size() - 1);
@@ -482,8 +611,14 @@ class FastBuilder {
     Slot s;
     switch (h & ~Memo::kPayload) {
       case Memo::kAtom: return atoms_[h & Memo::kPayload];
-      case Memo::kFrame: s.tag = kFrame; s.a = h & Memo::kPayload; return s;
-      case Memo::kStack: s.tag = kStack; s.a = h & Memo::kPayload; return s;
+      case Memo::kFrame:
+        s.tag = kFrame;
+        s.a = h & Memo::kPayload;
+        return s;
+      case Memo::kStack:
+        s.tag = kStack;
+        s.a = h & Memo::kPayload;
+        return s;
       case Memo::kOpenList: {
         // A frames list that is complete but not yet taken by its parent (a block
         // sharing its segment's traceback): its stack so far, and it may not grow again.
@@ -534,7 +669,7 @@ class FastBuilder {
   const uint8_t* p_;
   const uint8_t* end_;
   util::MemoryBudget* budget_;
-  ProgressTicker ticker_;  // the progress line: reported from account(), every MiB
+  ProgressTicker ticker_;                      // the progress line: reported from account(), every MiB
   uint64_t next_account_ = uint64_t{1} << 20;  // input offset of the next memory check
   int protocol_ = 0;
   std::vector<Slot> stack_;
@@ -858,11 +993,14 @@ void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
     if (it[i].tag != kOpen) continue;
     const Open& c = opens_[it[i].a];
     if (next_rec == kNone32) next_rec = it[i].a;
-    if (it[i].a != next_rec++ || c.parent != rec) { bail(); }
+    if (it[i].a != next_rec++ || c.parent != rec) {
+      bail();
+    }
     if (dict) {
       if (i % 2 == 0) bail();  // a container as a key
       uint8_t key = it[i - 1].tag == kStr ? it[i - 1].sym : uint8_t(Y_none);
-      Role want = it[i - 1].tag == kStr ? child_role(role, C_dict, key, c.kind) : (role == R_ignore ? R_ignore : R_bail);
+      Role want =
+          it[i - 1].tag == kStr ? child_role(role, C_dict, key, c.kind) : (role == R_ignore ? R_ignore : R_bail);
       if (c.key != key || c.role != want) bail();
     } else {
       if (c.pos != base + i || child_role(role, C_list, Y_none, c.kind) != c.role) bail();
@@ -947,8 +1085,10 @@ void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
       }
       case R_ignore:
         for (size_t i = 0; i < n; ++i) {
-          if (it[i].tag == kOpen) finish(it[i].a);
-          else if (it[i].tag == kEvent || it[i].tag == kBlocks || it[i].tag == kRoundup) bail();
+          if (it[i].tag == kOpen)
+            finish(it[i].a);
+          else if (it[i].tag == kEvent || it[i].tag == kBlocks || it[i].tag == kRoundup)
+            bail();
         }
         break;
       default: bail();
@@ -985,8 +1125,10 @@ void FastBuilder::make_tuple(const Slot* items, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     if (items[i].tag >= kOpen) bail();
     if (i < 2) {
-      if (items[i].tag == kInt) v[i] = int64_t(items[i].b);
-      else ints = false;
+      if (items[i].tag == kInt)
+        v[i] = int64_t(items[i].b);
+      else
+        ints = false;
     }
   }
   t.sym = ints ? 1 : 0;
@@ -1031,9 +1173,12 @@ bool FastBuilder::try_frames_span(uint32_t rec) {
   const uint8_t* q = a;
   for (;;) {
     ptrdiff_t left = end_ - q;
-    if (left >= 5 && *q == 'j') q += 5;
-    else if (left >= 2 && *q == 'h') q += 2;
-    else break;
+    if (left >= 5 && *q == 'j')
+      q += 5;
+    else if (left >= 2 && *q == 'h')
+      q += 2;
+    else
+      break;
   }
   if (q >= end_ || *q != 'e') return false;
   const uint8_t* b = q;
@@ -1139,7 +1284,10 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
   auto get_slot = [&](uint32_t h, Slot& out) {
     switch (h & ~Memo::kPayload) {
       case Memo::kAtom: out = atoms_[h & Memo::kPayload]; return true;
-      case Memo::kStack: out.tag = kStack; out.a = h & Memo::kPayload; return true;
+      case Memo::kStack:
+        out.tag = kStack;
+        out.a = h & Memo::kPayload;
+        return true;
       default: return false;
     }
   };
@@ -1210,8 +1358,14 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
         break;
       }
       case 'N': v.tag = kNone; break;
-      case 0x88: v.tag = kBool; v.b = 1; break;
-      case 0x89: v.tag = kBool; v.b = 0; break;
+      case 0x88:
+        v.tag = kBool;
+        v.b = 1;
+        break;
+      case 0x89:
+        v.tag = kBool;
+        v.b = 0;
+        break;
       case 0x8c: {
         uint8_t n = *q++;
         if (uint64_t(end_ - q) < uint64_t(n) + 16) return false;
@@ -1241,9 +1395,12 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
           const uint8_t* e = a;
           for (;;) {
             ptrdiff_t left = end_ - e;
-            if (left >= 5 && *e == 'j') e += 5;
-            else if (left >= 2 && *e == 'h') e += 2;
-            else break;
+            if (left >= 5 && *e == 'j')
+              e += 5;
+            else if (left >= 2 && *e == 'h')
+              e += 2;
+            else
+              break;
           }
           if (e >= end_ || *e != 'e') return false;
           uint64_t len = uint64_t(e - a);
@@ -1523,8 +1680,7 @@ FastResult FastBuilder::run() {
 
 Snapshot FastBuilder::renumber() {
   Snapshot& out = snap_;
-  std::vector<uint32_t> smap(pstrings_.size(), kNone32), fmap(pframes_.size(), kNone32),
-      kmap(pstacks_.size(), kNone32);
+  std::vector<uint32_t> smap(pstrings_.size(), kNone32), fmap(pframes_.size(), kNone32), kmap(pstacks_.size(), kNone32);
   smap[0] = 0;
   kmap[0] = 0;
   auto map_str = [&](StrId s) {

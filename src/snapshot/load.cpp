@@ -1,11 +1,10 @@
 // path -> io -> pickle/json -> builder: the one pipeline every command uses.
 #include "memsnap/snapshot/load.hpp"
 
+#include "fast_build.hpp"
 #include "memsnap/pickle/json_reader.hpp"
 #include "memsnap/snapshot/builder.hpp"
 #include "memsnap/util/error.hpp"
-
-#include "fast_build.hpp"
 
 namespace memsnap::snapshot {
 

@@ -8,7 +8,9 @@
 
 namespace memsnap::snapshot {
 
-StringTable::StringTable() { intern(""); }
+StringTable::StringTable() {
+  intern("");
+}
 
 StrId StringTable::intern(std::string_view s) {
   if (auto it = index_.find(s); it != index_.end()) return StrId{it->second};
@@ -27,7 +29,9 @@ FrameId FrameTable::intern(const Frame& f) {
   return FrameId{it->second};
 }
 
-StackTable::StackTable() { ranges_.push_back({0, 0}); }
+StackTable::StackTable() {
+  ranges_.push_back({0, 0});
+}
 
 StackId StackTable::intern(std::span<const FrameId> frames) {
   if (frames.empty()) return StackId{0};
@@ -128,7 +132,9 @@ void Trace::reserve(size_t n) {
   stream_.reserve(n);
 }
 
-void Trace::clear() { *this = Trace(); }
+void Trace::clear() {
+  *this = Trace();
+}
 
 size_t Trace::memory_bytes() const {
   return addr_.capacity() * 8 + size_.capacity() * 4 + time_.capacity() * 4 + stack_.capacity() * 4 +
@@ -171,15 +177,18 @@ const char* to_string(Action a) {
   return "?";
 }
 
-const char* to_string(Form f) { return f == Form::List ? "list" : "dict"; }
+const char* to_string(Form f) {
+  return f == Form::List ? "list" : "dict";
+}
 
 const Device* Snapshot::device(int index) const {
-  auto it = std::lower_bound(devices.begin(), devices.end(), index,
-                             [](const Device& d, int i) { return d.index < i; });
+  auto it = std::lower_bound(devices.begin(), devices.end(), index, [](const Device& d, int i) { return d.index < i; });
   return it != devices.end() && it->index == index ? &*it : nullptr;
 }
 
-size_t Snapshot::tables_bytes() const { return strings.memory_bytes() + frames.memory_bytes() + stacks.memory_bytes(); }
+size_t Snapshot::tables_bytes() const {
+  return strings.memory_bytes() + frames.memory_bytes() + stacks.memory_bytes();
+}
 
 std::string Snapshot::frame_text(FrameId id) const {
   const Frame& f = frames[id];

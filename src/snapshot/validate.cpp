@@ -29,7 +29,9 @@ class Collector {
   uint64_t dropped_ = 0;
 };
 
-std::string seg_name(const Segment& s) { return "segments[" + std::to_string(s.file_index) + "]"; }
+std::string seg_name(const Segment& s) {
+  return "segments[" + std::to_string(s.file_index) + "]";
+}
 
 }  // namespace
 

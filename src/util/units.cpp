@@ -54,16 +54,26 @@ std::optional<uint64_t> parse_size(std::string_view t) {
   for (char c : t.substr(i))
     if (!std::isspace(static_cast<unsigned char>(c))) unit.push_back(char(std::tolower(static_cast<unsigned char>(c))));
   double mult;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kib" || unit == "ki") mult = 1024.0;
-  else if (unit == "m" || unit == "mib" || unit == "mi") mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib" || unit == "gi") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tib" || unit == "ti") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") mult = 1e3;
-  else if (unit == "mb") mult = 1e6;
-  else if (unit == "gb") mult = 1e9;
-  else if (unit == "tb") mult = 1e12;
-  else return std::nullopt;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kib" || unit == "ki")
+    mult = 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mi")
+    mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gi")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib" || unit == "ti")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    mult = 1e3;
+  else if (unit == "mb")
+    mult = 1e6;
+  else if (unit == "gb")
+    mult = 1e9;
+  else if (unit == "tb")
+    mult = 1e12;
+  else
+    return std::nullopt;
   double bytes = std::round(v * mult);
   if (bytes >= 1.8e19) return std::nullopt;
   return static_cast<uint64_t>(bytes);

@@ -40,9 +40,10 @@ int main(int argc, char** argv) {
     size_t events = 0, model = l.snapshot.tables_bytes();
     for (const auto& d : l.snapshot.devices) events += d.trace.size(), model += d.memory_bytes();
     double mb = double(l.input.decoded_bytes) / 1e6;
-    std::printf("%.1f MB: load %.3f s CPU (%.0f MB/s), %zu events, model %.1f MB (%.1f B/event), anon RSS now %.1f MB\n",
-                mb, t1 - t0, mb / (t1 - t0), events, double(model) / 1e6, events ? double(model) / double(events) : 0.0,
-                double(rss_anon_kib()) / 1024);
+    std::printf(
+        "%.1f MB: load %.3f s CPU (%.0f MB/s), %zu events, model %.1f MB (%.1f B/event), anon RSS now %.1f MB\n", mb,
+        t1 - t0, mb / (t1 - t0), events, double(model) / 1e6, events ? double(model) / double(events) : 0.0,
+        double(rss_anon_kib()) / 1024);
   }
   return 0;
 }

@@ -26,14 +26,29 @@ int main(int argc, char** argv) {
     uint8_t c = *p++;
     ++ops;
     switch (c) {
-      case 0x80: case 'K': case 'h': case 'q': p += 1; break;
+      case 0x80:
+      case 'K':
+      case 'h':
+      case 'q': p += 1; break;
       case 'M': p += 2; break;
-      case 'J': case 'j': case 'r': p += 4; break;
-      case 'G': case 0x95: p += 8; break;
+      case 'J':
+      case 'j':
+      case 'r': p += 4; break;
+      case 'G':
+      case 0x95: p += 8; break;
       case 0x8a: p += 1 + *p; break;
-      case 0x8c: case 'C': p += 1 + *p; break;
-      case 'X': case 'B': p += 4 + u32(p); break;
-      case 0x8d: case 0x8e: case 0x96: { uint64_t n; std::memcpy(&n, p, 8); p += 8 + n; break; }
+      case 0x8c:
+      case 'C': p += 1 + *p; break;
+      case 'X':
+      case 'B': p += 4 + u32(p); break;
+      case 0x8d:
+      case 0x8e:
+      case 0x96: {
+        uint64_t n;
+        std::memcpy(&n, p, 8);
+        p += 8 + n;
+        break;
+      }
       case '.': std::printf("%llu opcodes\n", static_cast<unsigned long long>(ops)); return 0;
       default: break;
     }

@@ -1,3 +1,5 @@
 // Must NOT compile with the analysis layer's include tree: analysis may not see report.
 #include "memsnap/report/analyze.hpp"
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -23,7 +23,9 @@ inline B alloc(uint64_t size, std::string site = "", uint64_t requested = 0) {
 inline B pending(uint64_t size, std::string site = "") {
   return {size, snapshot::BlockState::ActivePendingFree, 0, std::move(site)};
 }
-inline B free_(uint64_t size) { return {size, snapshot::BlockState::Inactive, 0, ""}; }
+inline B free_(uint64_t size) {
+  return {size, snapshot::BlockState::Inactive, 0, ""};
+}
 
 struct Seg {
   uint64_t address = 0;

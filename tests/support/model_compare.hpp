@@ -64,9 +64,9 @@ inline void check_same_device(const snapshot::Snapshot& sa, const snapshot::Devi
     auto ba = a.blocks_of(s), bb = b.blocks_of(t);
     REQUIRE(ba.size() == bb.size());
     for (size_t k = 0; k < ba.size(); ++k) {
-      bool same = ba[k].address == bb[k].address && ba[k].size == bb[k].size && ba[k].state == bb[k].state &&
-                  (!ba[k].is_active() || (ba[k].requested_size == bb[k].requested_size &&
-                                          xa(ba[k].stack) == xb(bb[k].stack)));
+      bool same =
+          ba[k].address == bb[k].address && ba[k].size == bb[k].size && ba[k].state == bb[k].state &&
+          (!ba[k].is_active() || (ba[k].requested_size == bb[k].requested_size && xa(ba[k].stack) == xb(bb[k].stack)));
       mismatched_blocks += !same;
     }
   }

@@ -22,39 +22,90 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
-    {"MARK", '(', Arg::None}, {"STOP", '.', Arg::None}, {"POP", '0', Arg::None}, {"POP_MARK", '1', Arg::None},
-    {"DUP", '2', Arg::None}, {"FLOAT", 'F', Arg::Line}, {"INT", 'I', Arg::Line}, {"BININT", 'J', Arg::I32},
-    {"BININT1", 'K', Arg::U8}, {"LONG", 'L', Arg::Line}, {"BININT2", 'M', Arg::U16}, {"NONE", 'N', Arg::None},
-    {"PERSID", 'P', Arg::Line}, {"BINPERSID", 'Q', Arg::None}, {"REDUCE", 'R', Arg::None},
-    {"STRING", 'S', Arg::Line}, {"BINSTRING", 'T', Arg::StrI4}, {"SHORT_BINSTRING", 'U', Arg::Str1},
-    {"UNICODE", 'V', Arg::Line}, {"BINUNICODE", 'X', Arg::Str4}, {"APPEND", 'a', Arg::None},
-    {"BUILD", 'b', Arg::None}, {"GLOBAL", 'c', Arg::TwoLines}, {"DICT", 'd', Arg::None},
-    {"EMPTY_DICT", '}', Arg::None}, {"APPENDS", 'e', Arg::None}, {"GET", 'g', Arg::Line},
-    {"BINGET", 'h', Arg::U8}, {"INST", 'i', Arg::TwoLines}, {"LONG_BINGET", 'j', Arg::U32},
-    {"LIST", 'l', Arg::None}, {"EMPTY_LIST", ']', Arg::None}, {"OBJ", 'o', Arg::None}, {"PUT", 'p', Arg::Line},
-    {"BINPUT", 'q', Arg::U8}, {"LONG_BINPUT", 'r', Arg::U32}, {"SETITEM", 's', Arg::None},
-    {"TUPLE", 't', Arg::None}, {"EMPTY_TUPLE", ')', Arg::None}, {"SETITEMS", 'u', Arg::None},
-    {"BINFLOAT", 'G', Arg::Float8}, {"BINBYTES", 'B', Arg::Str4}, {"SHORT_BINBYTES", 'C', Arg::Str1},
-    {"PROTO", 0x80, Arg::U8}, {"NEWOBJ", 0x81, Arg::None}, {"EXT1", 0x82, Arg::U8}, {"EXT2", 0x83, Arg::U16},
-    {"EXT4", 0x84, Arg::I32}, {"TUPLE1", 0x85, Arg::None}, {"TUPLE2", 0x86, Arg::None},
-    {"TUPLE3", 0x87, Arg::None}, {"NEWTRUE", 0x88, Arg::None}, {"NEWFALSE", 0x89, Arg::None},
-    {"LONG1", 0x8a, Arg::Long1}, {"LONG4", 0x8b, Arg::Long4}, {"SHORT_BINUNICODE", 0x8c, Arg::Str1},
-    {"BINUNICODE8", 0x8d, Arg::Str8}, {"BINBYTES8", 0x8e, Arg::Str8}, {"EMPTY_SET", 0x8f, Arg::None},
-    {"ADDITEMS", 0x90, Arg::None}, {"FROZENSET", 0x91, Arg::None}, {"NEWOBJ_EX", 0x92, Arg::None},
-    {"STACK_GLOBAL", 0x93, Arg::None}, {"MEMOIZE", 0x94, Arg::None}, {"FRAME", 0x95, Arg::U64},
-    {"BYTEARRAY8", 0x96, Arg::Str8}, {"NEXT_BUFFER", 0x97, Arg::None}, {"READONLY_BUFFER", 0x98, Arg::None},
+    {"MARK", '(', Arg::None},
+    {"STOP", '.', Arg::None},
+    {"POP", '0', Arg::None},
+    {"POP_MARK", '1', Arg::None},
+    {"DUP", '2', Arg::None},
+    {"FLOAT", 'F', Arg::Line},
+    {"INT", 'I', Arg::Line},
+    {"BININT", 'J', Arg::I32},
+    {"BININT1", 'K', Arg::U8},
+    {"LONG", 'L', Arg::Line},
+    {"BININT2", 'M', Arg::U16},
+    {"NONE", 'N', Arg::None},
+    {"PERSID", 'P', Arg::Line},
+    {"BINPERSID", 'Q', Arg::None},
+    {"REDUCE", 'R', Arg::None},
+    {"STRING", 'S', Arg::Line},
+    {"BINSTRING", 'T', Arg::StrI4},
+    {"SHORT_BINSTRING", 'U', Arg::Str1},
+    {"UNICODE", 'V', Arg::Line},
+    {"BINUNICODE", 'X', Arg::Str4},
+    {"APPEND", 'a', Arg::None},
+    {"BUILD", 'b', Arg::None},
+    {"GLOBAL", 'c', Arg::TwoLines},
+    {"DICT", 'd', Arg::None},
+    {"EMPTY_DICT", '}', Arg::None},
+    {"APPENDS", 'e', Arg::None},
+    {"GET", 'g', Arg::Line},
+    {"BINGET", 'h', Arg::U8},
+    {"INST", 'i', Arg::TwoLines},
+    {"LONG_BINGET", 'j', Arg::U32},
+    {"LIST", 'l', Arg::None},
+    {"EMPTY_LIST", ']', Arg::None},
+    {"OBJ", 'o', Arg::None},
+    {"PUT", 'p', Arg::Line},
+    {"BINPUT", 'q', Arg::U8},
+    {"LONG_BINPUT", 'r', Arg::U32},
+    {"SETITEM", 's', Arg::None},
+    {"TUPLE", 't', Arg::None},
+    {"EMPTY_TUPLE", ')', Arg::None},
+    {"SETITEMS", 'u', Arg::None},
+    {"BINFLOAT", 'G', Arg::Float8},
+    {"BINBYTES", 'B', Arg::Str4},
+    {"SHORT_BINBYTES", 'C', Arg::Str1},
+    {"PROTO", 0x80, Arg::U8},
+    {"NEWOBJ", 0x81, Arg::None},
+    {"EXT1", 0x82, Arg::U8},
+    {"EXT2", 0x83, Arg::U16},
+    {"EXT4", 0x84, Arg::I32},
+    {"TUPLE1", 0x85, Arg::None},
+    {"TUPLE2", 0x86, Arg::None},
+    {"TUPLE3", 0x87, Arg::None},
+    {"NEWTRUE", 0x88, Arg::None},
+    {"NEWFALSE", 0x89, Arg::None},
+    {"LONG1", 0x8a, Arg::Long1},
+    {"LONG4", 0x8b, Arg::Long4},
+    {"SHORT_BINUNICODE", 0x8c, Arg::Str1},
+    {"BINUNICODE8", 0x8d, Arg::Str8},
+    {"BINBYTES8", 0x8e, Arg::Str8},
+    {"EMPTY_SET", 0x8f, Arg::None},
+    {"ADDITEMS", 0x90, Arg::None},
+    {"FROZENSET", 0x91, Arg::None},
+    {"NEWOBJ_EX", 0x92, Arg::None},
+    {"STACK_GLOBAL", 0x93, Arg::None},
+    {"MEMOIZE", 0x94, Arg::None},
+    {"FRAME", 0x95, Arg::U64},
+    {"BYTEARRAY8", 0x96, Arg::Str8},
+    {"NEXT_BUFFER", 0x97, Arg::None},
+    {"READONLY_BUFFER", 0x98, Arg::None},
 };
 
-[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("pickle_asm: " + what); }
+[[noreturn]] void bad(const std::string& what) {
+  throw std::invalid_argument("pickle_asm: " + what);
+}
 
 struct Operand {
   enum Type { Absent, Int, Text, Bytes } type = Absent;
-  std::string text;   // Int: the token as written; Text/Bytes: the contents
-  bool neg = false;   // Int: sign and magnitude
+  std::string text;  // Int: the token as written; Text/Bytes: the contents
+  bool neg = false;  // Int: sign and magnitude
   uint64_t mag = 0;
 };
 
-bool is_sep(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '|'; }
+bool is_sep(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '|';
+}
 
 Operand read_operand(std::string_view s, size_t& i) {
   Operand a;
@@ -161,11 +212,23 @@ void emit(std::vector<uint8_t>& out, const OpInfo& o, const Operand& a) {
       for (int k = 7; k >= 0; --k) out.push_back(uint8_t(bits >> (8 * k)));  // big-endian
       break;
     }
-    case Arg::Str1: put_le(out, payload(a, o.name).size(), 1); bytes(a.text); break;
+    case Arg::Str1:
+      put_le(out, payload(a, o.name).size(), 1);
+      bytes(a.text);
+      break;
     case Arg::Str4:
-    case Arg::StrI4: put_le(out, payload(a, o.name).size(), 4); bytes(a.text); break;
-    case Arg::Str8: put_le(out, payload(a, o.name).size(), 8); bytes(a.text); break;
-    case Arg::Line: bytes(a.text); out.push_back('\n'); break;
+    case Arg::StrI4:
+      put_le(out, payload(a, o.name).size(), 4);
+      bytes(a.text);
+      break;
+    case Arg::Str8:
+      put_le(out, payload(a, o.name).size(), 8);
+      bytes(a.text);
+      break;
+    case Arg::Line:
+      bytes(a.text);
+      out.push_back('\n');
+      break;
     case Arg::TwoLines: {
       size_t sp = payload(a, o.name).find(' ');
       if (sp == std::string::npos) bad(std::string(o.name) + " needs 'module name'");

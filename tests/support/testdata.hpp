@@ -12,8 +12,12 @@
 
 namespace memsnap::test {
 
-inline std::filesystem::path testdata(const std::string& rel) { return std::filesystem::path(MEMSNAP_TESTDATA) / rel; }
-inline std::filesystem::path realdata() { return std::filesystem::path(MEMSNAP_REALDATA); }
+inline std::filesystem::path testdata(const std::string& rel) {
+  return std::filesystem::path(MEMSNAP_TESTDATA) / rel;
+}
+inline std::filesystem::path realdata() {
+  return std::filesystem::path(MEMSNAP_REALDATA);
+}
 
 inline nlohmann::json read_json_file(const std::filesystem::path& p) {
   std::ifstream in(p);

@@ -104,15 +104,15 @@ TEST_CASE("fraction definition") {
 
 TEST_CASE("classic: a tiny allocation strands its whole segment; pending frees pin nothing") {
   snapshot::Snapshot snap;
-  add_device(snap, {
-                       // 512 B allocated (100 B asked) pins a 20 MiB segment.
-                       {0x1000000, Pool::Large, {alloc(512, "a.py:1:f", 100), free_(20 * MiB - 512)}},
-                       {0x3000000, Pool::Small, {free_(2 * MiB)}},
-                       // One allocated and one pending block: the allocated one alone strands 18 MiB.
-                       {0x5000000,
-                        Pool::Large,
-                        {alloc(MiB, "b.py:2:g"), free_(2 * MiB), pending(MiB, "c.py:3:h"), free_(16 * MiB)}},
-                   });
+  add_device(
+      snap,
+      {
+          // 512 B allocated (100 B asked) pins a 20 MiB segment.
+          {0x1000000, Pool::Large, {alloc(512, "a.py:1:f", 100), free_(20 * MiB - 512)}},
+          {0x3000000, Pool::Small, {free_(2 * MiB)}},
+          // One allocated and one pending block: the allocated one alone strands 18 MiB.
+          {0x5000000, Pool::Large, {alloc(MiB, "b.py:2:g"), free_(2 * MiB), pending(MiB, "c.py:3:h"), free_(16 * MiB)}},
+      });
   const auto& d = snap.devices[0];
   auto f = account_of(snap, d);
   check_identities(d, f);
@@ -207,8 +207,9 @@ TEST_CASE("a requested size above the block size is clamped and listed") {
 
 TEST_CASE("stranded bytes are shared equally; the remainder goes to the lowest addresses, one byte each") {
   snapshot::Snapshot snap;
-  add_device(snap, {{0x1000, Pool::Large,
-                     {alloc(512, "x.py:1:a"), free_(1000), alloc(512, "x.py:2:b"), alloc(512, "x.py:3:c")}}});
+  add_device(
+      snap,
+      {{0x1000, Pool::Large, {alloc(512, "x.py:1:a"), free_(1000), alloc(512, "x.py:2:b"), alloc(512, "x.py:3:c")}}});
   auto f = account_of(snap, snap.devices[0]);
   check_identities(snap.devices[0], f);
   std::map<std::string, uint64_t> by_site;
@@ -221,9 +222,11 @@ TEST_CASE("stranded bytes are shared equally; the remainder goes to the lowest a
 TEST_CASE("expandable: whole free pages are releasable even next to allocations; partial pages are stranded") {
   // One large-pool mapped range of three 20 MiB pages:
   //   [0, 1) A | [1, 46) free | [46, 48) B | [48, 60) free   (MiB)
-  std::vector<Seg> layout = {
-      {0x7f0000000000, Pool::Large, {alloc(MiB, "a.py:1:f"), free_(45 * MiB), alloc(2 * MiB, "b.py:2:g"), free_(12 * MiB)},
-       0, true}};
+  std::vector<Seg> layout = {{0x7f0000000000,
+                              Pool::Large,
+                              {alloc(MiB, "a.py:1:f"), free_(45 * MiB), alloc(2 * MiB, "b.py:2:g"), free_(12 * MiB)},
+                              0,
+                              true}};
   snapshot::Snapshot snap;
   add_device(snap, layout);
   auto f = account_of(snap, snap.devices[0]);
@@ -283,7 +286,8 @@ TEST_CASE("findings: quiet on a healthy model; stranded and fragmented pool on a
     auto snap = std::make_unique<snapshot::Snapshot>();
     std::vector<Seg> segs;
     for (int i = 0; i < 10; ++i)  // small allocations strand most of 1 GiB, in many pieces
-      segs.push_back({0x10000000ull * uint64_t(i + 1), Pool::Large,
+      segs.push_back({0x10000000ull * uint64_t(i + 1),
+                      Pool::Large,
                       {free_(40 * MiB), alloc(512, "opt.py:402:_init_group"), free_(60 * MiB - 512)}});
     add_device(*snap, segs);
     snap->settings.present = true;
@@ -309,8 +313,8 @@ TEST_CASE("findings: quiet on a healthy model; stranded and fragmented pool on a
     REQUIRE(fs.size() == 2);
     CHECK(fs[0]["kind"] == "stranded_free_memory");
     CHECK(fs[0]["message"].get<std::string>().find("opt.py:402:_init_group") != std::string::npos);
-    bool advises_expandable = fs[0]["advice"].get<std::string>().find("Set PYTORCH_CUDA_ALLOC_CONF=expandable") !=
-                              std::string::npos;
+    bool advises_expandable =
+        fs[0]["advice"].get<std::string>().find("Set PYTORCH_CUDA_ALLOC_CONF=expandable") != std::string::npos;
     CHECK(advises_expandable == !on);
     CHECK(fs[1]["kind"] == "fragmented_pool");
   }

@@ -1,7 +1,7 @@
 // ByteSource: plain, gzip and zstd input; truncation, corruption and size limits; encoding detection.
 #include <doctest/doctest.h>
-#include <zlib.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include <cstdint>
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/util/error.hpp"
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/pickle/unpickler.hpp"
+#include "memsnap/util/error.hpp"
 #include "support/testdata.hpp"
 
 using memsnap::InputError;
@@ -86,7 +86,9 @@ InputError open_error(const std::string& path) {
   return InputError("", "");
 }
 
-bool contains(const std::string& s, const char* fragment) { return s.find(fragment) != std::string::npos; }
+bool contains(const std::string& s, const char* fragment) {
+  return s.find(fragment) != std::string::npos;
+}
 
 }  // namespace
 
@@ -262,7 +264,9 @@ TEST_CASE("ByteSource::open: plain files, missing paths, directories") {
 }
 
 TEST_CASE("encoding: JSON when the first non-blank byte opens an object or array") {
-  auto enc = [](std::string_view s) { return ByteSource::from_bytes(std::vector<uint8_t>(s.begin(), s.end())).encoding(); };
+  auto enc = [](std::string_view s) {
+    return ByteSource::from_bytes(std::vector<uint8_t>(s.begin(), s.end())).encoding();
+  };
   CHECK(enc("  {\"segments\": []}") == Encoding::Json);
   CHECK(enc("\n\t[1]") == Encoding::Json);
   CHECK(enc("\x80\x04]") == Encoding::Pickle);

@@ -5,9 +5,9 @@
 #include <map>
 #include <sstream>
 
+#include "memsnap/analysis/accounting.hpp"
 #include "memsnap/analysis/callgraph.hpp"
 #include "memsnap/analysis/stacks.hpp"
-#include "memsnap/analysis/accounting.hpp"
 #include "memsnap/report/callgraph.hpp"
 #include "memsnap/report/flame.hpp"
 #include "memsnap/snapshot/load.hpp"
@@ -127,9 +127,9 @@ TEST_CASE("dominators of a diamond and of recursion, worked out by hand") {
     const char* dominator;
   };
   const Want want[] = {
-      {"<root>", 0, 45, 45, "none"}, {"main:1", 0, 45, 45, "<root>"}, {"a:2", 5, 15, 5, "main:1"},
+      {"<root>", 0, 45, 45, "none"}, {"main:1", 0, 45, 45, "<root>"},   {"a:2", 5, 15, 5, "main:1"},
       {"b:4", 0, 20, 0, "main:1"},   {"alloc:3", 30, 30, 30, "main:1"}, {"f:5", 0, 7, 7, "main:1"},
-      {"leaf:6", 7, 7, 7, "f:5"},    {"g:7", 0, 3, 3, "main:1"},      {"h:8", 0, 3, 3, "g:7"},
+      {"leaf:6", 7, 7, 7, "f:5"},    {"g:7", 0, 3, 3, "main:1"},        {"h:8", 0, 3, 3, "g:7"},
       {"x:9", 3, 3, 3, "h:8"},
   };
   for (const Want& w : want) {
@@ -153,7 +153,7 @@ TEST_CASE("dominators of a diamond and of recursion, worked out by hand") {
   };
   const WantEdge edges[] = {{"<root>", "main:1", 45, 5}, {"main:1", "a:2", 15, 2}, {"a:2", "alloc:3", 10, 1},
                             {"b:4", "alloc:3", 20, 1},   {"f:5", "f:5", 7, 1},     {"f:5", "leaf:6", 7, 1},
-                            {"g:7", "h:8", 3, 1},         {"h:8", "g:7", 3, 1},     {"h:8", "x:9", 3, 1}};
+                            {"g:7", "h:8", 3, 1},        {"h:8", "g:7", 3, 1},     {"h:8", "x:9", 3, 1}};
   CHECK(g.edges.size() == 12);
   for (const WantEdge& w : edges) {
     CAPTURE(w.from);
@@ -210,9 +210,9 @@ TEST_CASE("the noise filter, C++ frames, missing stacks and the three states") {
           512);
   // Captured in C++ only (the autograd thread): its C++ frames stay.
   h.block({"??:0:torch::autograd::Engine::thread_main()", "??:0:at::native::empty_cuda(c10::ArrayRef<long>)"}, 1024);
-  h.block({}, 2048);                                                        // no stack
-  h.block({"train.py:9:main"}, 4096, BlockState::ActivePendingFree);        // pending free
-  h.block({}, 8192, BlockState::Inactive);                                  // cached free
+  h.block({}, 2048);                                                  // no stack
+  h.block({"train.py:9:main"}, 4096, BlockState::ActivePendingFree);  // pending free
+  h.block({}, 8192, BlockState::Inactive);                            // cached free
   const auto& dev = h.done();
 
   auto texts = [&](const analysis::StackProfile& p) {
@@ -225,13 +225,15 @@ TEST_CASE("the noise filter, C++ frames, missing stacks and the three states") {
     return out;
   };
   auto allocated = analysis::stack_profile(h.snap, dev);
-  CHECK(texts(allocated) == std::map<std::string, uint64_t>{
-                                {"main;linear", 512},
-                                {"torch::autograd::Engine::thread_main();at::native::empty_cuda(c10::ArrayRef<long>)", 1024},
-                                {"<no stack recorded>", 2048}});
+  CHECK(texts(allocated) ==
+        std::map<std::string, uint64_t>{
+            {"main;linear", 512},
+            {"torch::autograd::Engine::thread_main();at::native::empty_cuda(c10::ArrayRef<long>)", 1024},
+            {"<no stack recorded>", 2048}});
   analysis::StackOptions cpp;
   cpp.cpp = true;
-  CHECK(texts(analysis::stack_profile(h.snap, dev, cpp)).count("main;linear;at::native::empty_cuda(c10::ArrayRef<long>)"));
+  CHECK(texts(analysis::stack_profile(h.snap, dev, cpp))
+            .count("main;linear;at::native::empty_cuda(c10::ArrayRef<long>)"));
 
   analysis::Context ctx(h.snap);
   auto summary = analysis::account(ctx, dev);

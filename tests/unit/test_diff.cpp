@@ -4,8 +4,8 @@
 #include <set>
 
 #include "memsnap/analysis/diff.hpp"
-#include "support/device_builder.hpp"
 #include "memsnap/snapshot/load.hpp"
+#include "support/device_builder.hpp"
 #include "support/testdata.hpp"
 
 using namespace memsnap;
@@ -94,7 +94,9 @@ TEST_CASE("a caller whose line moved stays one row; distinct sites with one labe
     snapshot::FrameId s2[] = {frame("/b/model.py", 40, "forward"), frame("/a/run.py", 7, "main")};
     auto st1 = snap.stacks.intern(s1);
     auto st2 = snap.stacks.intern(s2);
-    test::add_device(snap, {{0x1000000, snapshot::Pool::Large, {test::alloc(bytes), test::alloc(test::MiB), test::free_(test::MiB)}}});
+    test::add_device(
+        snap,
+        {{0x1000000, snapshot::Pool::Large, {test::alloc(bytes), test::alloc(test::MiB), test::free_(test::MiB)}}});
     snap.devices[0].blocks[0].stack = st1;
     snap.devices[0].blocks[1].stack = st2;
   };

@@ -15,8 +15,10 @@ namespace {
 
 std::string exported(const snapshot::Snapshot& s, bool json) {
   std::ostringstream out;
-  if (json) report::write_snapshot_json(out, s);
-  else report::write_snapshot_pickle(out, s);
+  if (json)
+    report::write_snapshot_json(out, s);
+  else
+    report::write_snapshot_pickle(out, s);
   return out.str();
 }
 

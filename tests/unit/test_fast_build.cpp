@@ -39,7 +39,8 @@ void check_same(const Snapshot& a, const Snapshot& b) {
   CHECK((s.present == t.present && s.alloc_conf == t.alloc_conf && s.max_split_size == t.max_split_size &&
          s.garbage_collection_threshold == t.garbage_collection_threshold &&
          s.expandable_segments == t.expandable_segments && s.roundup_power2_divisions == t.roundup_power2_divisions &&
-         s.trace_alloc_overflowed == t.trace_alloc_overflowed && s.trace_alloc_max_entries == t.trace_alloc_max_entries));
+         s.trace_alloc_overflowed == t.trace_alloc_overflowed &&
+         s.trace_alloc_max_entries == t.trace_alloc_max_entries));
   REQUIRE(a.annotations.size() == b.annotations.size());
   for (size_t i = 0; i < a.annotations.size(); ++i) {
     const Annotation &x = a.annotations[i], &y = b.annotations[i];
@@ -61,9 +62,8 @@ void check_same(const Snapshot& a, const Snapshot& b) {
     REQUIRE(x.blocks.size() == y.blocks.size());
     for (size_t i = 0; i < x.blocks.size(); ++i) {
       const Block &u = x.blocks[i], &v = y.blocks[i];
-      CHECK((u.address == v.address && u.size == v.size && u.requested_size == v.requested_size &&
-             u.stack == v.stack && u.state == v.state && u.address_derived == v.address_derived &&
-             u.requested_known == v.requested_known));
+      CHECK((u.address == v.address && u.size == v.size && u.requested_size == v.requested_size && u.stack == v.stack &&
+             u.state == v.state && u.address_derived == v.address_derived && u.requested_known == v.requested_known));
     }
     REQUIRE(x.trace.size() == y.trace.size());
     size_t bad = 0;
@@ -119,7 +119,8 @@ TEST_CASE("fast path: the same model as the generic path on every snapgen fixtur
 
 TEST_CASE("fast path: the same model as the generic path on every real file") {
   size_t fast = 0;
-  size_t files = test::each_realdata([&](const std::filesystem::path& p) { fast += compare_paths(test::read_bytes(p)); });
+  size_t files =
+      test::each_realdata([&](const std::filesystem::path& p) { fast += compare_paths(test::read_bytes(p)); });
   if (files) CHECK(fast * 10 >= files * 8);  // legacy history files take the generic path
 }
 

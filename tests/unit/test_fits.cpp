@@ -47,7 +47,7 @@ TEST_CASE("split rule: small pool and expandable at 512 B, large pool only above
   CHECK_FALSE(rules::should_split(2 * MiB, 2 * MiB, Pool::Small, false, {}));
   CHECK_FALSE(rules::should_split(6 * MiB, 5 * MiB, Pool::Large, false, {}));  // exactly 1 MiB left
   CHECK(rules::should_split(6 * MiB + 512, 5 * MiB, Pool::Large, false, {}));
-  CHECK(rules::should_split(5 * MiB + 512, 5 * MiB, Pool::Large, true, {}));  // expandable: 512 B is enough
+  CHECK(rules::should_split(5 * MiB + 512, 5 * MiB, Pool::Large, true, {}));              // expandable: 512 B is enough
   CHECK_FALSE(rules::should_split(210 * MiB, 200 * MiB, Pool::Large, false, 100 * MiB));  // oversize: never split
   CHECK(rules::should_split(210 * MiB, 50 * MiB, Pool::Large, false, 100 * MiB));
 }
@@ -238,7 +238,8 @@ void check_largest_block_fits(const snapshot::Snapshot& snap, const snapshot::De
     if (rules::pool_for(size) != pool || rules::round_size(size, snap.settings) != size) continue;
     CAPTURE(size);
     CHECK(analysis::would_fit(d, snap.settings, {size, key.first}).served_from_cache);
-    if (pool == Pool::Large) CHECK_FALSE(analysis::would_fit(d, snap.settings, {size + 1, key.first}).served_from_cache);
+    if (pool == Pool::Large)
+      CHECK_FALSE(analysis::would_fit(d, snap.settings, {size + 1, key.first}).served_from_cache);
   }
 }
 

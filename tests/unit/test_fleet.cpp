@@ -75,7 +75,8 @@ TEST_CASE("fleet: merging is associative and independent of order") {
 
 TEST_CASE("fleet: the outlier rule is strictly above 1.5x the median") {
   report::Fleet f;
-  for (auto [name, peak] : std::vector<std::pair<std::string, int64_t>>{{"a", 10}, {"b", 10}, {"c", 15}, {"d", 16}, {"e", 10}})
+  for (auto [name, peak] :
+       std::vector<std::pair<std::string, int64_t>>{{"a", 10}, {"b", 10}, {"c", 15}, {"d", 16}, {"e", 10}})
     report::add_fleet_document(f, analyze_doc(name, {{100, 1, peak, 0, 0}}));
   report::finish_fleet(f);
   std::vector<std::string> outliers;

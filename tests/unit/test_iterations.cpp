@@ -86,7 +86,8 @@ class TraceBuilder {
       d.blocks.push_back({addr, b.size, b.requested, b.stack, snapshot::BlockState::ActiveAllocated});
       cursor = addr + b.size;
     }
-    if (cursor < kBase + kSize) d.blocks.push_back({cursor, kBase + kSize - cursor, 0, {}, snapshot::BlockState::Inactive});
+    if (cursor < kBase + kSize)
+      d.blocks.push_back({cursor, kBase + kSize - cursor, 0, {}, snapshot::BlockState::Inactive});
     s.block_count = static_cast<uint32_t>(d.blocks.size());
     d.segments = {s};
     snap.devices = {d};
@@ -357,7 +358,8 @@ TEST_CASE("an inference loop: whole passes that start at the same outer frame an
 TEST_CASE("allocations that grow with the input are named, steady ones are not") {
   snapshot::Snapshot s;
   auto stack_at = [&](int line) {
-    std::vector<snapshot::FrameId> f{s.frames.intern({s.strings.intern("/w/train.py"), s.strings.intern("step"), line})};
+    std::vector<snapshot::FrameId> f{
+        s.frames.intern({s.strings.intern("/w/train.py"), s.strings.intern("step"), line})};
     return s.stacks.intern(f);
   };
   auto a = stack_at(10), b = stack_at(20);

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "memsnap/util/error.hpp"
 #include "memsnap/pickle/json_reader.hpp"
+#include "memsnap/util/error.hpp"
 #include "support/testdata.hpp"
 
 using memsnap::InputError;
@@ -16,7 +16,9 @@ using namespace memsnap::pickle;
 
 namespace {
 
-std::vector<uint8_t> bytes_of(std::string_view s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+std::vector<uint8_t> bytes_of(std::string_view s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
 
 // The InputError that reading `text` throws (any other exception escapes and fails the test).
 InputError json_error(std::string_view text) {
@@ -82,7 +84,8 @@ TEST_CASE("read_json: 50000 nested arrays do not exhaust the stack") {
 }
 
 TEST_CASE("read_json: invalid JSON is an InputError at a byte offset") {
-  for (std::string_view bad : {"", "{", "[1, 2", "{\"a\": }", "[1 2]", "tru", "[1] x", "{\"a\" 1}", "\"\xff\"", "1e400"}) {
+  for (std::string_view bad :
+       {"", "{", "[1, 2", "{\"a\": }", "[1 2]", "tru", "[1] x", "{\"a\" 1}", "\"\xff\"", "1e400"}) {
     CAPTURE(std::string(bad));
     InputError e = json_error(bad);
     CHECK(e.location().starts_with("offset "));

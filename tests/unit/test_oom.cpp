@@ -59,8 +59,8 @@ TEST_CASE("fragmentation and capacity OOMs dumped at the OOM: every figure exact
     CHECK(j["exact"] == true);
     std::string message = j["message"];
     CHECK(message.find("Tried to allocate " + torch_format_size(o.segment_request_bytes)) != std::string::npos);
-    CHECK(message.find(torch_format_size(o.reserved_bytes - o.allocated_bytes) + " is reserved by PyTorch but unallocated") !=
-          std::string::npos);
+    CHECK(message.find(torch_format_size(o.reserved_bytes - o.allocated_bytes) +
+                       " is reserved by PyTorch but unallocated") != std::string::npos);
     CHECK_FALSE(o.fixes.empty());
     CHECK_FALSE(j["advice"].empty());
     CHECK_FALSE(o.top_sites.empty());

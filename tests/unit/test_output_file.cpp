@@ -1,6 +1,5 @@
 // io::OutputFile: a file appears only when complete, a failure leaves the old one, inputs are refused.
 #include <doctest/doctest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,7 +31,9 @@ std::string read(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+void write(const fs::path& p, const std::string& s) {
+  std::ofstream(p, std::ios::binary) << s;
+}
 
 std::string error_of(const std::string& path, std::vector<std::string> inputs = {}) {
   try {

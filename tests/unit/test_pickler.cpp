@@ -55,9 +55,13 @@ TEST_CASE("integers take CPython's smallest encoding: BININT1, BININT2, BININT, 
   CHECK(one(-1) == "80044affffffff2e");
   CHECK(one(INT32_MAX) == "80044affffff7f2e");
   CHECK(one(INT32_MIN) == "80044a000000802e");
-  CHECK(one(int64_t{1} << 31) == "80048a05000000800" "02e");  // needs a fifth byte for the sign
-  CHECK(one(0x7f0000200000) == "80048a0600002000007f2e");         // a device address: 6 bytes
-  CHECK(one(0x800000000000) == "80048a070000000000800" "02e");  // bit 47 set: 7 bytes
+  CHECK(one(int64_t{1} << 31) ==
+        "80048a05000000800"
+        "02e");                                            // needs a fifth byte for the sign
+  CHECK(one(0x7f0000200000) == "80048a0600002000007f2e");  // a device address: 6 bytes
+  CHECK(one(0x800000000000) ==
+        "80048a070000000000800"
+        "02e");  // bit 47 set: 7 bytes
   CHECK(one(INT64_MIN) == "80048a0800000000000000802e");
   CHECK(one(-(int64_t{1} << 40)) == "80048a060000000000ff2e");
   // unsigned values with bit 63 set: eight bytes and a zero sign byte
@@ -70,8 +74,9 @@ TEST_CASE("integers take CPython's smallest encoding: BININT1, BININT2, BININT, 
           p.uinteger(UINT64_MAX);
           p.uinteger(uint64_t{1} << 63);
           p.end_list();
-        })) == "[0, -129, 1099511627776, -1099511627776, 9223372036854775807, -9223372036854775808, "
-               "18446744073709551615, 9223372036854775808]");
+        })) ==
+        "[0, -129, 1099511627776, -1099511627776, 9223372036854775807, -9223372036854775808, "
+        "18446744073709551615, 9223372036854775808]");
 }
 
 TEST_CASE("floats are BINFLOAT big-endian; None, booleans, strings, tuples") {
@@ -102,11 +107,15 @@ TEST_CASE("floats are BINFLOAT big-endian; None, booleans, strings, tuples") {
 TEST_CASE("strings that are not UTF-8 become U+FFFD; encoded surrogates pass as CPython reads them") {
   std::string scratch;
   CHECK(sanitize_utf8("h\xc3\xa9llo", scratch, false) == "h\xc3\xa9llo");
-  CHECK(sanitize_utf8("a\xff" "b", scratch, false) == "a\xef\xbf\xbd" "b");
-  CHECK(sanitize_utf8("\xc3", scratch, false) == "\xef\xbf\xbd");             // truncated sequence
-  CHECK(sanitize_utf8("\xed\xa0\x80", scratch, true) == "\xed\xa0\x80");      // surrogatepass
+  CHECK(sanitize_utf8("a\xff"
+                      "b",
+                      scratch, false) ==
+        "a\xef\xbf\xbd"
+        "b");
+  CHECK(sanitize_utf8("\xc3", scratch, false) == "\xef\xbf\xbd");         // truncated sequence
+  CHECK(sanitize_utf8("\xed\xa0\x80", scratch, true) == "\xed\xa0\x80");  // surrogatepass
   CHECK(sanitize_utf8("\xed\xa0\x80", scratch, false) == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-  CHECK(sanitize_utf8("\xc0\x80", scratch, false) == "\xef\xbf\xbd\xef\xbf\xbd");  // overlong
+  CHECK(sanitize_utf8("\xc0\x80", scratch, false) == "\xef\xbf\xbd\xef\xbf\xbd");           // overlong
   CHECK(sanitize_utf8("\xf4\x90\x80\x80", scratch, false).substr(0, 3) == "\xef\xbf\xbd");  // above U+10FFFF
   CHECK(decoded(pickled([](Pickler& p) { p.str(std::string("x\x1b[2J\xfe", 6)); })) == "\"x\\x1b[2J\\xef\\xbf\\xbd\"");
 }
@@ -166,8 +175,8 @@ TEST_CASE("memoize and get: one object referenced again, through BINGET and past
     p.get(ids[299]);
     p.end_list();
   });
-  CHECK(b.find('\x94') != std::string::npos);               // MEMOIZE
-  CHECK(b.find("h\x03") != std::string::npos);              // BINGET 3
+  CHECK(b.find('\x94') != std::string::npos);                               // MEMOIZE
+  CHECK(b.find("h\x03") != std::string::npos);                              // BINGET 3
   CHECK(b.find(std::string("j\x2b\x01\x00\x00", 5)) != std::string::npos);  // LONG_BINGET 299
   std::vector<uint8_t> in(b.begin(), b.end());
   ValueGraph g = unpickle(in);

@@ -25,7 +25,8 @@ TEST_CASE("every real snapshot loads and its segments agree with their own state
         if (seg.stated_active) CHECK(active == *seg.stated_active);
       }
       auto t = analysis::account(ctx, d);
-      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.external_free_bytes == t.reserved_bytes);
+      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.external_free_bytes ==
+            t.reserved_bytes);
     }
   });
   if (files) CHECK(files >= 30);  // all of ../shared/realdata when it is there

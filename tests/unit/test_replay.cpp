@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/accounting.hpp"
+#include "memsnap/analysis/replay.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
 

@@ -51,7 +51,7 @@ std::string bar_of(const std::string& text, const std::string& address) {
 snapshot::Snapshot model() {
   snapshot::Snapshot snap;
   add_device(snap, {
-                       {0x1000000, Pool::Large, {free_(20 * MiB)}},                              // releasable
+                       {0x1000000, Pool::Large, {free_(20 * MiB)}},                                   // releasable
                        {0x3000000, Pool::Large, {alloc(512, "t.py:9:tiny"), free_(20 * MiB - 512)}},  // pinned
                        {0x5000000, Pool::Large, {alloc(10 * MiB), pending(2 * MiB), free_(8 * MiB)}},
                        {0x7000000, Pool::Small, {alloc(2 * MiB)}},

@@ -17,7 +17,8 @@ TEST_CASE("frame classification") {
   CHECK(analysis::classify_frame("<ipython-input-3-abc>") == FrameKind::User);
   CHECK(analysis::classify_frame("/usr/lib/python3/dist-packages/transformers/models/llama.py") == FrameKind::User);
   CHECK(analysis::classify_frame("??") == FrameKind::Native);
-  CHECK(analysis::classify_frame("C:\\Python311\\Lib\\site-packages\\torch\\nn\\modules\\module.py") == FrameKind::Torch);
+  CHECK(analysis::classify_frame("C:\\Python311\\Lib\\site-packages\\torch\\nn\\modules\\module.py") ==
+        FrameKind::Torch);
   CHECK(analysis::classify_frame("C:\\work\\train.py") == FrameKind::User);
   CHECK(analysis::classify_frame("") == FrameKind::Native);
   CHECK(analysis::classify_frame("/usr/local/src/conda/python-3.11.7/Python/ceval.c") == FrameKind::Native);
@@ -58,9 +59,10 @@ TEST_CASE("C++ frames and torch frames are skipped for the site but kept (filter
 TEST_CASE("autograd nodes are the class whose apply runs, never a helper namespace") {
   CHECK(analysis::autograd_node("torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor>&&)") ==
         "MulBackward0");
-  CHECK(analysis::autograd_node(
-            "at::Tensor torch::autograd::generated::details::mul_tensor_backward<at::Tensor>(at::Tensor, at::Tensor)") ==
-        "");
+  CHECK(
+      analysis::autograd_node(
+          "at::Tensor torch::autograd::generated::details::mul_tensor_backward<at::Tensor>(at::Tensor, at::Tensor)") ==
+      "");
   CHECK(analysis::autograd_node("torch::autograd::generated::ScaledDotProductEfficientAttentionBackward0::apply(x)") ==
         "ScaledDotProductEfficientAttentionBackward0");
   CHECK(analysis::autograd_node("torch::autograd::Engine::thread_main(x)") == "");
@@ -73,7 +75,9 @@ TEST_CASE("stacks captured in C++ only are named by their autograd node and ATen
   };
   std::vector<snapshot::FrameId> backward = {
       fr("??", "torch::unwind::unwind()"),
-      fr("CUDACachingAllocator.cpp", "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)"),
+      fr("CUDACachingAllocator.cpp",
+         "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, "
+         "CUstream_st*)"),
       fr("", "at::TensorBase at::detail::_empty_generic<long>(c10::ArrayRef<long>)"),
       fr("??", "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"),
       fr("??", "torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"),

@@ -4,9 +4,9 @@
 
 #include <sstream>
 
+#include "memsnap/analysis/accounting.hpp"
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/slice.hpp"
-#include "memsnap/analysis/accounting.hpp"
 #include "memsnap/report/export.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "memsnap/util/error.hpp"

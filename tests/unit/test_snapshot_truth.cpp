@@ -33,7 +33,8 @@ TEST_CASE("totals equal snapgen truth for every fixture, form and compression") 
       CHECK(t.segment_count == want["segments"].get<uint64_t>());
       CHECK(t.largest_free_block_bytes == want["largest_free_block"].get<uint64_t>());
       // The accounting identity holds exactly.
-      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.external_free_bytes == t.reserved_bytes);
+      CHECK(t.requested_bytes + t.internal_free_bytes + t.pending_free_bytes + t.external_free_bytes ==
+            t.reserved_bytes);
       CHECK(t.active_bytes - t.allocated_bytes == t.pending_free_bytes);
       if (loaded.snapshot.form == snapshot::Form::Dict && want.contains("trace_entries"))
         CHECK(d.trace.size() == want["trace_entries"].get<uint64_t>());
@@ -80,7 +81,8 @@ TEST_CASE("stacks are interned: blocks and events share stack ids, frames resolv
   for (uint32_t i = 0; i < s.frames.size(); ++i) {
     const auto& f = s.frames[snapshot::FrameId{i}];
     CHECK(seen.insert(std::string(s.strings[f.filename]) + ":" + std::to_string(f.line) + ":" +
-                      std::string(s.strings[f.name])).second);
+                      std::string(s.strings[f.name]))
+              .second);
   }
   // Stacks are far fewer than the events that refer to them (memo identity makes this cheap).
   CHECK(s.stacks.size() < s.devices[0].trace.size() / 10);

@@ -18,8 +18,8 @@ namespace {
 
 struct Built {
   snapshot::Loaded loaded;
-  std::vector<analysis::Timeline> timelines;       // one per device
-  std::vector<analysis::DeviceAnalysis> traces;    // analyze() of the same device
+  std::vector<analysis::Timeline> timelines;     // one per device
+  std::vector<analysis::DeviceAnalysis> traces;  // analyze() of the same device
 };
 
 uint64_t dumped_allocated(const snapshot::Snapshot& s, const snapshot::Device& d) {

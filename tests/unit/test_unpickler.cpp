@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/util/error.hpp"
 #include "memsnap/pickle/unpickler.hpp"
+#include "memsnap/util/error.hpp"
 #include "support/pickle_asm.hpp"
 #include "support/testdata.hpp"
 
@@ -64,11 +64,11 @@ std::string read_text(const std::filesystem::path& p) {
 }  // namespace
 
 // Asserts that decoding fails at exactly `where` ("offset N") with `fragment` in the message.
-#define CHECK_FAILS(bytes, where, fragment, ...)                                 \
-  do {                                                                           \
-    Failure f_ = failure_of(bytes __VA_OPT__(, ) __VA_ARGS__);                   \
-    CHECK(f_.location == (where));                                               \
-    CHECK_MESSAGE(f_.message.find(fragment) != std::string::npos, f_.message);   \
+#define CHECK_FAILS(bytes, where, fragment, ...)                               \
+  do {                                                                         \
+    Failure f_ = failure_of(bytes __VA_OPT__(, ) __VA_ARGS__);                 \
+    CHECK(f_.location == (where));                                             \
+    CHECK_MESSAGE(f_.message.find(fragment) != std::string::npos, f_.message); \
   } while (0)
 
 // ---- the assembler itself -------------------------------------------------------
@@ -78,11 +78,11 @@ TEST_CASE("pickle_asm: a program assembles to the exact bytes") {
       "PROTO 2 | EMPTY_LIST BINPUT 0 MARK BININT1 7 BININT2 0x1234 BININT -2 LONG1 -1 LONG1 255 "
       "SHORT_BINUNICODE 'a\\'b' BINFLOAT 1.5 INT 01 GLOBAL 'os system' LONG_BINGET 0x01020304 "
       "RAW x:ff00 APPENDS STOP");
-  std::vector<uint8_t> want = {
-      0x80, 0x02, ']', 'q', 0x00, '(', 'K', 0x07, 'M', 0x34, 0x12, 'J', 0xfe, 0xff, 0xff, 0xff,
-      0x8a, 0x01, 0xff, 0x8a, 0x02, 0xff, 0x00, 0x8c, 0x03, 'a', '\'', 'b',
-      'G', 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 'I', '0', '1', '\n', 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n',
-      'j', 0x04, 0x03, 0x02, 0x01, 0xff, 0x00, 'e', '.'};
+  std::vector<uint8_t> want = {0x80, 0x02, ']',  'q',  0x00, '(',  'K',  0x07, 'M',  0x34, 0x12, 'J',  0xfe,
+                               0xff, 0xff, 0xff, 0x8a, 0x01, 0xff, 0x8a, 0x02, 0xff, 0x00, 0x8c, 0x03, 'a',
+                               '\'', 'b',  'G',  0x3f, 0xf8, 0,    0,    0,    0,    0,    0,    'I',  '0',
+                               '1',  '\n', 'c',  'o',  's',  '\n', 's',  'y',  's',  't',  'e',  'm',  '\n',
+                               'j',  0x04, 0x03, 0x02, 0x01, 0xff, 0x00, 'e',  '.'};
   CHECK(bytes == want);
 
   SUBCASE("LONG1 and LONG4 use pickle.encode_long's minimal two's complement") {
@@ -92,8 +92,7 @@ TEST_CASE("pickle_asm: a program assembles to the exact bytes") {
     CHECK(assemble("LONG1 -256") == std::vector<uint8_t>{0x8a, 0x02, 0x00, 0xff});
     CHECK(assemble("LONG1 18446744073709551615") ==
           std::vector<uint8_t>{0x8a, 0x09, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00});
-    CHECK(assemble("LONG1 -18446744073709551615") ==
-          std::vector<uint8_t>{0x8a, 0x09, 0x01, 0, 0, 0, 0, 0, 0, 0, 0xff});
+    CHECK(assemble("LONG1 -18446744073709551615") == std::vector<uint8_t>{0x8a, 0x09, 0x01, 0, 0, 0, 0, 0, 0, 0, 0xff});
     CHECK(assemble("LONG4 x:0102") == std::vector<uint8_t>{0x8b, 0x02, 0, 0, 0, 0x01, 0x02});
   }
   SUBCASE("length-prefixed and text arguments") {
@@ -117,9 +116,9 @@ TEST_CASE("pickle_asm: a program assembles to the exact bytes") {
 
 TEST_CASE("every Python-made fixture decodes to its .expected dump") {
   const std::map<std::string, int> protocol = {
-      {"values_p0", 0}, {"values_p1", 0}, {"values_p2", 2},      {"values_p3", 3},          {"values_p4", 4},
-      {"values_p5", 5}, {"frames_p4", 4}, {"handmade_long4", 2}, {"handmade_stackops", 2}, {"handmade_strings", 5},
-      {"handmade_textints", 0}};
+      {"values_p0", 0},         {"values_p1", 0},        {"values_p2", 2},        {"values_p3", 3},
+      {"values_p4", 4},         {"values_p5", 5},        {"frames_p4", 4},        {"handmade_long4", 2},
+      {"handmade_stackops", 2}, {"handmade_strings", 5}, {"handmade_textints", 0}};
   size_t seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(memsnap::test::testdata("pickle"))) {
     auto path = entry.path();
@@ -316,7 +315,7 @@ TEST_CASE("strings and bytes") {
   SUBCASE("UNICODE: raw-unicode-escape, stored as UTF-8") {
     CHECK(dump_of(R"(UNICODE 'caf\u00e9' STOP)") == "\"caf\\xc3\\xa9\"");
     CHECK(dump_of(R"(UNICODE '\U0001F600' STOP)") == "\"\\xf0\\x9f\\x98\\x80\"");
-    CHECK(dump_of("UNICODE x:636166e9 STOP") == "\"caf\\xc3\\xa9\"");  // latin-1 byte
+    CHECK(dump_of("UNICODE x:636166e9 STOP") == "\"caf\\xc3\\xa9\"");        // latin-1 byte
     CHECK(dump_of(R"(UNICODE '\\\\u0041' STOP)") == "\"\\x5c\\x5cu0041\"");  // even backslashes: literal
     CHECK(dump_of(R"(UNICODE '\\\\\\u0041' STOP)") == "\"\\x5c\\x5cA\"");    // odd: an escape
     CHECK(dump_of(R"(UNICODE 'a\b' STOP)") == "\"a\\x5cb\"");
@@ -340,8 +339,7 @@ TEST_CASE("containers") {
   CHECK(dump_of("PROTO 2 BININT1 1 BININT1 2 TUPLE2 STOP") == "(1, 2)");
   CHECK(dump_of("PROTO 2 BININT1 1 BININT1 2 BININT1 3 TUPLE3 STOP") == "(1, 2, 3)");
   CHECK(dump_of("PROTO 4 MARK BININT1 2 BININT1 1 FROZENSET STOP") == "frozenset{1, 2}");
-  CHECK(dump_of("PROTO 4 EMPTY_SET MARK BININT1 2 BININT1 1 ADDITEMS MARK BININT1 3 ADDITEMS STOP") ==
-        "set{1, 2, 3}");
+  CHECK(dump_of("PROTO 4 EMPTY_SET MARK BININT1 2 BININT1 1 ADDITEMS MARK BININT1 3 ADDITEMS STOP") == "set{1, 2, 3}");
   CHECK(dump_of("PROTO 2 EMPTY_LIST BININT1 1 APPEND BININT1 2 APPEND STOP") == "[1, 2]");
   CHECK(dump_of("PROTO 2 EMPTY_LIST MARK BININT1 1 BININT1 2 APPENDS MARK APPENDS MARK BININT1 3 APPENDS STOP") ==
         "[1, 2, 3]");
@@ -400,12 +398,18 @@ TEST_CASE("memo: every PUT/GET form keeps shared objects shared") {
     CHECK(g.kind(items[0]) == Kind::List);
     CHECK(items[0] == items[1]);
   };
-  SUBCASE("BINPUT / BINGET") { shared_pair("PROTO 2 EMPTY_LIST MARK EMPTY_LIST BINPUT 1 BINGET 1 APPENDS STOP"); }
+  SUBCASE("BINPUT / BINGET") {
+    shared_pair("PROTO 2 EMPTY_LIST MARK EMPTY_LIST BINPUT 1 BINGET 1 APPENDS STOP");
+  }
   SUBCASE("LONG_BINPUT / LONG_BINGET") {
     shared_pair("PROTO 2 EMPTY_LIST MARK EMPTY_LIST LONG_BINPUT 70000 LONG_BINGET 70000 APPENDS STOP");
   }
-  SUBCASE("PUT / GET") { shared_pair("MARK MARK LIST PUT 3 GET 3 TUPLE STOP"); }
-  SUBCASE("MEMOIZE / BINGET") { shared_pair("PROTO 4 EMPTY_LIST MEMOIZE MARK EMPTY_LIST MEMOIZE BINGET 1 APPENDS STOP"); }
+  SUBCASE("PUT / GET") {
+    shared_pair("MARK MARK LIST PUT 3 GET 3 TUPLE STOP");
+  }
+  SUBCASE("MEMOIZE / BINGET") {
+    shared_pair("PROTO 4 EMPTY_LIST MEMOIZE MARK EMPTY_LIST MEMOIZE BINGET 1 APPENDS STOP");
+  }
   SUBCASE("PUT overwrites") {
     CHECK(dump_of("MARK EMPTY_LIST PUT 0 POP EMPTY_DICT PUT 0 POP GET 0 TUPLE STOP") == "({})");
   }
@@ -528,7 +532,8 @@ TEST_CASE("truncated arguments") {
   CHECK_FAILS(assemble("PROTO 2 RAW x:580100"), "offset 2", "truncated BINUNICODE (needs 4 bytes, 2 left)");
   CHECK_FAILS(assemble("PROTO 4 RAW x:8c05616263"), "offset 2", "truncated SHORT_BINUNICODE (needs 5 bytes, 3 left)");
   CHECK_FAILS(assemble("PROTO 4 RAW x:8c"), "offset 2", "truncated SHORT_BINUNICODE (needs 1 bytes, 0 left)");
-  CHECK_FAILS(assemble("PROTO 3 RAW x:4210000000 RAW x:0102"), "offset 2", "truncated BINBYTES (needs 16 bytes, 2 left)");
+  CHECK_FAILS(assemble("PROTO 3 RAW x:4210000000 RAW x:0102"), "offset 2",
+              "truncated BINBYTES (needs 16 bytes, 2 left)");
   CHECK_FAILS(assemble("PROTO 2 NONE RAW x:8a0401"), "offset 3", "truncated LONG1 (needs 4 bytes, 1 left)");
   CHECK_FAILS(assemble("PROTO 2 RAW x:8b0a00000001"), "offset 2", "truncated LONG4 (needs 10 bytes, 1 left)");
   CHECK_FAILS(assemble("PROTO 2 RAW x:8b0a00"), "offset 2", "truncated LONG4 (needs 4 bytes, 2 left)");
@@ -561,7 +566,8 @@ TEST_CASE("truncated arguments") {
 TEST_CASE("missing STOP") {
   CHECK_FAILS(std::vector<uint8_t>{}, "offset 0", "no STOP opcode");
   CHECK_FAILS(assemble("PROTO 2 EMPTY_LIST"), "offset 3", "no STOP opcode");
-  CHECK_FAILS(assemble("PROTO 2 EMPTY_LIST MARK BININT1 1 APPENDS"), "offset 7", "no STOP opcode (the pickle is truncated)");
+  CHECK_FAILS(assemble("PROTO 2 EMPTY_LIST MARK BININT1 1 APPENDS"), "offset 7",
+              "no STOP opcode (the pickle is truncated)");
 }
 
 TEST_CASE("stack underflow") {
@@ -581,7 +587,8 @@ TEST_CASE("stack underflow") {
     CHECK_FAILS(assemble("PROTO 2 BININT1 1 MARK STOP"), "offset 5", "STOP: stack underflow");
     CHECK_FAILS(assemble("PROTO 2 EMPTY_LIST MARK BININT1 1 APPEND STOP"), "offset 6", "APPEND: stack underflow");
     CHECK_FAILS(assemble("PROTO 2 MARK BININT1 1 APPENDS STOP"), "offset 5", "APPENDS: stack underflow");
-    CHECK_FAILS(assemble("PROTO 2 EMPTY_LIST MARK MARK BININT1 1 APPENDS STOP"), "offset 7", "APPENDS: stack underflow");
+    CHECK_FAILS(assemble("PROTO 2 EMPTY_LIST MARK MARK BININT1 1 APPENDS STOP"), "offset 7",
+                "APPENDS: stack underflow");
     CHECK_FAILS(assemble("PROTO 2 MARK MARK SHORT_BINUNICODE 'k' NONE SETITEMS STOP"), "offset 8",
                 "SETITEMS: stack underflow");
   }
@@ -649,12 +656,15 @@ TEST_CASE("limits: MARK nesting and value stack") {
   CHECK(dump_of("PROTO 2 " + repeat("MARK ", 8) + "NONE STOP") == "None");
   auto ok = assemble("PROTO 2 " + repeat("MARK ", 8) + "NONE STOP");
   CHECK_NOTHROW(unpickle(ok, nullptr, limits));
-  CHECK_FAILS(assemble("PROTO 2 " + repeat("MARK ", 9) + "NONE STOP"), "offset 10", "MARK nesting deeper than 8", limits);
-  CHECK_FAILS(assemble("PROTO 2 " + repeat("MARK ", 4097) + "NONE STOP"), "offset 4098", "MARK nesting deeper than 4096");
+  CHECK_FAILS(assemble("PROTO 2 " + repeat("MARK ", 9) + "NONE STOP"), "offset 10", "MARK nesting deeper than 8",
+              limits);
+  CHECK_FAILS(assemble("PROTO 2 " + repeat("MARK ", 4097) + "NONE STOP"), "offset 4098",
+              "MARK nesting deeper than 4096");
 
   Limits small_stack;
   small_stack.max_stack = 4;
-  CHECK_FAILS(assemble("PROTO 2 " + repeat("NONE ", 5) + "STOP"), "offset 6", "value stack exceeds its limit", small_stack);
+  CHECK_FAILS(assemble("PROTO 2 " + repeat("NONE ", 5) + "STOP"), "offset 6", "value stack exceeds its limit",
+              small_stack);
 }
 
 TEST_CASE("malformed text arguments") {

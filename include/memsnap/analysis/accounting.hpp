@@ -141,12 +141,12 @@ struct Accounting {
   uint64_t private_held_bytes = 0;
   uint64_t empty_cache_pending_bytes = 0;  // pending bytes empty_cache would also return
   uint64_t largest_free_block_bytes = 0;
-  uint64_t unaccounted_bytes = 0;  // total_size not covered by blocks (0 in a consistent file)
-  uint64_t releasable_segments = 0;  // segments with no allocated block (default pool)
-  uint64_t stranding_segments = 0;   // segments with stranded bytes
-  uint64_t pinning_blocks = 0;       // allocated blocks sharing stranded bytes
-  std::vector<SegmentAccount> segments;  // parallel to Device::segments
-  std::vector<PoolAccount> pools;        // by pool, private pool id, stream
+  uint64_t unaccounted_bytes = 0;          // total_size not covered by blocks (0 in a consistent file)
+  uint64_t releasable_segments = 0;        // segments with no allocated block (default pool)
+  uint64_t stranding_segments = 0;         // segments with stranded bytes
+  uint64_t pinning_blocks = 0;             // allocated blocks sharing stranded bytes
+  std::vector<SegmentAccount> segments;    // parallel to Device::segments
+  std::vector<PoolAccount> pools;          // by pool, private pool id, stream
   std::vector<PinningSite> pinning_sites;  // most stranded bytes first
   std::vector<uint64_t> block_stranded;    // per Device::blocks: its share of stranded bytes
   std::vector<ClampedBlock> clamped;
@@ -169,8 +169,8 @@ std::vector<PinningSite> pinning_sites(const Context& ctx, const snapshot::Devic
 std::vector<uint32_t> segments_worst_first(const snapshot::Device& device, const Accounting& a);
 
 namespace detail {
-std::vector<PinningSite> collect_pinning_sites(const Context& ctx, const snapshot::Device& device,
-                                               const Accounting& a, const std::vector<uint8_t>& segment_kept);
+std::vector<PinningSite> collect_pinning_sites(const Context& ctx, const snapshot::Device& device, const Accounting& a,
+                                               const std::vector<uint8_t>& segment_kept);
 }
 
 template <class Keep>

@@ -11,9 +11,9 @@
 namespace memsnap::analysis::rules {
 
 inline constexpr uint64_t kMinBlockSize = 512;
-inline constexpr uint64_t kSmallSize = 1ull << 20;      // requests up to this use the small pool
-inline constexpr uint64_t kSmallBuffer = 2ull << 20;    // small-pool segment (and expandable small page)
-inline constexpr uint64_t kLargeBuffer = 20ull << 20;   // large-pool segment for requests < kMinLargeAlloc
+inline constexpr uint64_t kSmallSize = 1ull << 20;     // requests up to this use the small pool
+inline constexpr uint64_t kSmallBuffer = 2ull << 20;   // small-pool segment (and expandable small page)
+inline constexpr uint64_t kLargeBuffer = 20ull << 20;  // large-pool segment for requests < kMinLargeAlloc
 inline constexpr uint64_t kMinLargeAlloc = 10ull << 20;
 inline constexpr uint64_t kRoundLarge = 2ull << 20;
 

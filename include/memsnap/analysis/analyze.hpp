@@ -29,10 +29,10 @@
 namespace memsnap::analysis {
 
 struct AnalyzeOptions {
-  std::optional<int> device;         // --device: only this one (must exist)
-  std::optional<uint64_t> at;        // --at INDEX: describe the state right after this event
-  std::optional<int64_t> at_time;    // --at-time US: ... after the last event at or before this time
-  bool trace = true;                 // peaks, iterations, leaks, OOMs (off for `segments`)
+  std::optional<int> device;       // --device: only this one (must exist)
+  std::optional<uint64_t> at;      // --at INDEX: describe the state right after this event
+  std::optional<int64_t> at_time;  // --at-time US: ... after the last event at or before this time
+  bool trace = true;               // peaks, iterations, leaks, OOMs (off for `segments`)
   IterationOptions iterations;
   OomOptions oom;
   std::optional<FitsQuery> fits;
@@ -63,7 +63,7 @@ struct DeviceAnalysis {
   int device = 0;
   bool unused = false;  // no segments and no trace events
   std::optional<AtPoint> at;
-  Accounting accounting;  // of state()
+  Accounting accounting;                // of state()
   std::vector<uint32_t> segment_order;  // state()'s segments, worst first (segments_worst_first)
   std::optional<FitsAnswer> fits;
   TraceSummary trace;

@@ -32,18 +32,20 @@ struct CallerPath {
 };
 
 struct SiteDelta {
-  std::string site;   // the label: "file.py:LINE:function", made distinct across rows
-  std::string file;   // the full file name of the site frame ("" for nodes and operators)
+  std::string site;  // the label: "file.py:LINE:function", made distinct across rows
+  std::string file;  // the full file name of the site frame ("" for nodes and operators)
   std::string function;
   int64_t line = 0;
-  std::vector<std::string> stack;  // the user call path of its largest caller, site first
+  std::vector<std::string> stack;   // the user call path of its largest caller, site first
   std::vector<CallerPath> callers;  // largest change first
   uint64_t before_bytes = 0, after_bytes = 0;
   uint64_t before_allocations = 0, after_allocations = 0;
   /// after - before, saturated to the int64 range.
   int64_t delta_bytes() const;
   /// |after - before| without overflow.
-  uint64_t change_magnitude() const { return after_bytes > before_bytes ? after_bytes - before_bytes : before_bytes - after_bytes; }
+  uint64_t change_magnitude() const {
+    return after_bytes > before_bytes ? after_bytes - before_bytes : before_bytes - after_bytes;
+  }
   bool is_new() const { return before_allocations == 0 && after_allocations > 0; }
   bool vanished() const { return before_allocations > 0 && after_allocations == 0; }
 };

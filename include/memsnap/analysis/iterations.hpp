@@ -46,26 +46,26 @@ enum class IterationMethod : uint8_t {
 
 /// Why no iterations were claimed (with Iterations' numbers, one line in words).
 enum class NoIterations : uint8_t {
-  Claimed,             // iterations were found
-  NoTrace,             // the device has no trace
-  TooFewAllocations,   // fewer than 8 allocations
-  NoRepeat,            // no allocation stack repeats
-  WeakRepeat,          // the best period repeats only `match_ratio` of the stacks
-  PartialRepeat,       // repeats only from allocation `steady_from` of `allocations`: a loop within a step
-  KeepsActivations,    // each repetition keeps `kept_share` of its bytes: layers of one pass
-  InsideOneCall,       // the repetitions run inside one call of `loop_site`: layers of one module
-  NoBackwardWork,      // no backward work and the repeats do not span the trace
-  NoOptimizer,         // backward work, but no optimizer step in the repeating part
-  OneBoundary,         // only one boundary in the trace
-  FewAnnotations,      // the file annotates `annotations` steps: too few
-  MarkerNotFound,      // --iteration-marker opens fewer than two iterations
+  Claimed,            // iterations were found
+  NoTrace,            // the device has no trace
+  TooFewAllocations,  // fewer than 8 allocations
+  NoRepeat,           // no allocation stack repeats
+  WeakRepeat,         // the best period repeats only `match_ratio` of the stacks
+  PartialRepeat,      // repeats only from allocation `steady_from` of `allocations`: a loop within a step
+  KeepsActivations,   // each repetition keeps `kept_share` of its bytes: layers of one pass
+  InsideOneCall,      // the repetitions run inside one call of `loop_site`: layers of one module
+  NoBackwardWork,     // no backward work and the repeats do not span the trace
+  NoOptimizer,        // backward work, but no optimizer step in the repeating part
+  OneBoundary,        // only one boundary in the trace
+  FewAnnotations,     // the file annotates `annotations` steps: too few
+  MarkerNotFound,     // --iteration-marker opens fewer than two iterations
 };
 
 struct Iterations {
   uint64_t count = 0;  // whole iterations that start inside the window; 0 when none
   IterationMethod method = IterationMethod::None;
   NoIterations reason = NoIterations::NoTrace;
-  std::string name;  // the annotation or marker name (Annotation, Marker)
+  std::string name;                  // the annotation or marker name (Annotation, Marker)
   std::vector<uint32_t> boundaries;  // event index at which each iteration starts
   uint64_t period_events = 0;        // trace events per iteration (median)
   std::optional<double> period_us;   // median time per iteration
@@ -86,14 +86,14 @@ struct Iterations {
 
 /// A repeat inside one pass: reported instead of iterations.
 struct Structure {
-  uint64_t repeats = 0;             // repetitions found
-  uint64_t period_allocations = 0;  // allocations per repetition
+  uint64_t repeats = 0;                      // repetitions found
+  uint64_t period_allocations = 0;           // allocations per repetition
   uint32_t first_event = 0, last_event = 0;  // where the repetitions start and where the last ends
-  std::string loop_site;            // the innermost frame common to every repetition (the loop's line)
-  bool keeps_activations = false;   // each repetition keeps most of what it allocates
-  bool backward_seen = false;       // any backward work in the trace
+  std::string loop_site;                     // the innermost frame common to every repetition (the loop's line)
+  bool keeps_activations = false;            // each repetition keeps most of what it allocates
+  bool backward_seen = false;                // any backward work in the trace
   double kept_share = 0;
-  uint64_t kept_bytes = 0;          // bytes the repetitions allocated that are still allocated at the dump
+  uint64_t kept_bytes = 0;  // bytes the repetitions allocated that are still allocated at the dump
 };
 
 struct IterationOptions {

@@ -63,9 +63,9 @@ struct OomReport {
   std::optional<uint64_t> device_free_bytes;
   std::optional<uint64_t> capacity_bytes;  // --capacity
   uint64_t reserved_bytes = 0, allocated_bytes = 0, active_bytes = 0;
-  uint64_t free_cached_bytes = 0;            // reserved - active
-  uint64_t free_cached_same_pool_bytes = 0;  // in the request's pool and stream
-  uint64_t largest_free_block_bytes = 0;     // in the request's pool and stream
+  uint64_t free_cached_bytes = 0;             // reserved - active
+  uint64_t free_cached_same_pool_bytes = 0;   // in the request's pool and stream
+  uint64_t largest_free_block_bytes = 0;      // in the request's pool and stream
   uint64_t largest_free_block_any_bytes = 0;  // anywhere on the device
   bool cached_block_could_serve = false;
   /// Upper bound on how far allocated / free figures may be from the truth: blocks
@@ -80,9 +80,9 @@ struct OomReport {
   std::vector<OomFix> fixes;     // most direct first; none already in effect
   std::string site;
   std::vector<std::string> stack;
-  std::vector<SiteBytes> top_sites;     // live at the OOM
+  std::vector<SiteBytes> top_sites;        // live at the OOM
   std::vector<PinningSite> pinning_sites;  // pin free memory in the request's pool and stream (top 5)
-  bool retry_in_except = false;  // allocations resumed while the failed step's tensors were alive
+  bool retry_in_except = false;            // allocations resumed while the failed step's tensors were alive
   std::string retry_site;
 
   OomCause cause() const { return causes.front(); }

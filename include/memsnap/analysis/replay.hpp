@@ -75,9 +75,7 @@ struct LiveRange {
   bool pending_at_start = false;  // live at the window start as a pending free
 
   /// Allocated (not pending) right after event i.
-  bool allocated_at(uint32_t i) const {
-    return !pending_at_start && begins_by(i) && (freed == kNever || freed > i);
-  }
+  bool allocated_at(uint32_t i) const { return !pending_at_start && begins_by(i) && (freed == kNever || freed > i); }
   /// Allocated or pending right after event i.
   bool active_at(uint32_t i) const { return begins_by(i) && (end == kNever || end > i); }
   bool begins_by(uint32_t i) const { return begin == kWindowStart || begin <= i; }
@@ -102,9 +100,9 @@ struct ReplayOptions {
 
 /// A device state rebuilt at one event.
 struct ReplayedState {
-  snapshot::Device device;     // segments and blocks (free gaps as inactive blocks); no trace
-  uint64_t estimated_blocks = 0;     // live blocks whose size was inferred from their request
-  uint64_t size_uncertainty = 0;     // bound on how much larger those blocks may really be
+  snapshot::Device device;        // segments and blocks (free gaps as inactive blocks); no trace
+  uint64_t estimated_blocks = 0;  // live blocks whose size was inferred from their request
+  uint64_t size_uncertainty = 0;  // bound on how much larger those blocks may really be
   Totals totals;
 };
 
@@ -189,12 +187,12 @@ class Replay {
   Totals start_totals_;
   SegMap start_segments_;
   std::vector<LiveRange> ranges_;
-  uint32_t first_window_range_ = 0;  // ranges_[first_window_range_..] began in the window, by begin
+  uint32_t first_window_range_ = 0;       // ranges_[first_window_range_..] began in the window, by begin
   std::vector<uint32_t> segment_events_;  // indices of segment events, in order
   struct Checkpoint {
-    uint32_t event = 0;                 // state after this event
-    uint32_t first_new_range = 0;       // ranges from here on began after it
-    std::vector<uint32_t> live;         // range ids active after it
+    uint32_t event = 0;            // state after this event
+    uint32_t first_new_range = 0;  // ranges from here on began after it
+    std::vector<uint32_t> live;    // range ids active after it
   };
   std::vector<Checkpoint> checkpoints_;
   std::optional<TotalsAt> peak_allocated_, peak_reserved_;

@@ -37,8 +37,8 @@ using SiteId = snapshot::Id<struct SiteTag>;
 /// iteration detection asks for ("a repeating unit that contains backward work and
 /// the optimizer"), computed once per stack.
 struct StackTraits {
-  bool backward = false;   // autograd engine, a *Backward node, torch/autograd Python frames
-  bool optimizer = false;  // torch/optim frames, Optimizer.step / zero_grad
+  bool backward = false;     // autograd engine, a *Backward node, torch/autograd Python frames
+  bool optimizer = false;    // torch/optim frames, Optimizer.step / zero_grad
   bool module_call = false;  // runs inside an nn.Module call (torch/nn/modules/module.py)
   bool forward = false;      // a `forward` function or torch/nn/modules frame
 };

@@ -26,9 +26,9 @@
 namespace memsnap::analysis {
 
 struct SliceOptions {
-  std::optional<int> device;        // keep only this device (default: every device)
-  std::optional<uint64_t> last;     // the last N events
-  std::optional<uint64_t> from;     // event indices, inclusive (either alone: to the end / from 0)
+  std::optional<int> device;     // keep only this device (default: every device)
+  std::optional<uint64_t> last;  // the last N events
+  std::optional<uint64_t> from;  // event indices, inclusive (either alone: to the end / from 0)
   std::optional<uint64_t> to;
   std::optional<int64_t> from_time;  // epoch microseconds, inclusive (either alone likewise)
   std::optional<int64_t> to_time;

@@ -47,8 +47,8 @@ enum class ProfileFrameKind : uint8_t { User, Torch, PythonRuntime, Native, Synt
 const char* to_string(ProfileFrameKind k);
 
 struct ProfileFrame {
-  std::string function;  // as recorded (C++ frames: the demangled signature); synthetic: "<...>"
-  std::string file;      // as recorded ("" for synthetic frames)
+  std::string function;         // as recorded (C++ frames: the demangled signature); synthetic: "<...>"
+  std::string file;             // as recorded ("" for synthetic frames)
   std::optional<int64_t> line;  // nullopt with by_function and for synthetic frames
   ProfileFrameKind kind = ProfileFrameKind::Synthetic;
 };
@@ -86,10 +86,10 @@ class StackProfileBuilder {
 
   const snapshot::Snapshot& snap_;
   StackProfile profile_;
-  std::vector<uint32_t> frame_of_id_;                   // FrameId -> frame index (kUnset until seen)
-  std::unordered_map<uint64_t, uint32_t> by_function_;  // file id << 32 | function id -> frame
+  std::vector<uint32_t> frame_of_id_;                        // FrameId -> frame index (kUnset until seen)
+  std::unordered_map<uint64_t, uint32_t> by_function_;       // file id << 32 | function id -> frame
   std::vector<std::pair<std::string, uint32_t>> synthetic_;  // a handful of pseudo-frames
-  std::vector<std::vector<uint32_t>> filtered_;         // StackId -> filtered frames, innermost first
+  std::vector<std::vector<uint32_t>> filtered_;              // StackId -> filtered frames, innermost first
   std::vector<uint8_t> filtered_done_;
   std::map<std::vector<uint32_t>, uint32_t> stack_of_frames_;  // root-first frames -> stack
 };
@@ -119,8 +119,8 @@ struct FlameNode {
 /// so each node's subtree is the contiguous range [i, i + subtree_size).
 struct FlameTree {
   std::vector<ProfileFrame> frames;
-  std::vector<FlameNode> nodes;          // nodes[0] is the root
-  std::vector<uint32_t> subtree_size;    // parallel to nodes
+  std::vector<FlameNode> nodes;        // nodes[0] is the root
+  std::vector<uint32_t> subtree_size;  // parallel to nodes
   uint32_t max_depth = 0;
   bool differential = false;
 };

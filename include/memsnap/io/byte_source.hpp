@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/util/progress.hpp"
 #include "memsnap/util/memory_budget.hpp"
 #include "memsnap/util/pod_buffer.hpp"
+#include "memsnap/util/progress.hpp"
 
 namespace memsnap::io {
 

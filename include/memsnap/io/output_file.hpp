@@ -80,11 +80,11 @@ class OutputFile {
   uint64_t bytes_written() const;
 
  private:
-  std::string path_;     // as given
-  std::string target_;   // where the file ends up (symbolic links resolved)
-  std::string temp_;     // the temporary file beside it; empty when writing directly
+  std::string path_;    // as given
+  std::string target_;  // where the file ends up (symbolic links resolved)
+  std::string temp_;    // the temporary file beside it; empty when writing directly
   int fd_ = -1;
-  int slot_ = -1;        // cleanup slot for signal handlers
+  int slot_ = -1;  // cleanup slot for signal handlers
   bool committed_ = false;
   std::unique_ptr<FdStreamBuf> buf_;
   std::unique_ptr<std::ostream> own_stream_;

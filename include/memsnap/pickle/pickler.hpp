@@ -65,14 +65,17 @@ class Pickler {
   };
   void before_value();
   void after_value() {
-    if (!open_.empty()) ++open_.back().items;
-    else ++top_values_;
+    if (!open_.empty())
+      ++open_.back().items;
+    else
+      ++top_values_;
   }
   void put(uint8_t op) { buf_.push_back(static_cast<char>(op)); }
   void put_bytes(const void* p, size_t n) { buf_.append(static_cast<const char*>(p), n); }
   template <class T>
   void put_le(T v) {
-    for (size_t i = 0; i < sizeof(T); ++i) buf_.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xFF));
+    for (size_t i = 0; i < sizeof(T); ++i)
+      buf_.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xFF));
   }
   void maybe_flush() {
     if (buf_.size() >= kChunk) flush();

@@ -5,8 +5,8 @@
 #include <span>
 
 #include "memsnap/pickle/value.hpp"
-#include "memsnap/util/progress.hpp"
 #include "memsnap/util/memory_budget.hpp"
+#include "memsnap/util/progress.hpp"
 
 namespace memsnap::pickle {
 

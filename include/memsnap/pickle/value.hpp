@@ -13,9 +13,7 @@
 
 namespace memsnap::pickle {
 
-enum class Kind : uint8_t {
-  None, Bool, Int, BigInt, Float, Str, Bytes, ByteArray, List, Tuple, Dict, Set, FrozenSet
-};
+enum class Kind : uint8_t { None, Bool, Int, BigInt, Float, Str, Bytes, ByteArray, List, Tuple, Dict, Set, FrozenSet };
 
 /// Python-style type name for messages ("int", "str", "dict", ...).
 const char* kind_name(Kind k);
@@ -33,9 +31,9 @@ struct Value {
   Kind kind = Kind::None;
   uint8_t flags = 0;
   uint16_t spare = 0;
-  uint32_t n = 0;   // items in a container, bytes in a string, bytes of a BigInt
-  uint64_t x = 0;   // Int/Bool: value bits; Float: double bits; Str/Bytes/BigInt: offset;
-                    // containers: start (low 32 bits) | capacity (high 32 bits)
+  uint32_t n = 0;  // items in a container, bytes in a string, bytes of a BigInt
+  uint64_t x = 0;  // Int/Bool: value bits; Float: double bits; Str/Bytes/BigInt: offset;
+                   // containers: start (low 32 bits) | capacity (high 32 bits)
 
   static constexpr uint8_t kUnsigned = 1;  // Int holds a uint64 >= 2^63
   static constexpr uint8_t kSide = 2;      // bytes live in the side buffer, not the input
@@ -79,9 +77,9 @@ class ValueGraph {
   ValueId make_int_bytes(const uint8_t* p, size_t len, uint64_t off, bool side);
   ValueId make_float(double d);
   ValueId make_view(Kind k, uint64_t offset, uint64_t len);        // into the input
-  ValueId make_side(Kind k, std::string_view bytes);                // copied to the side buffer
-  ValueId make_container(Kind k);                                   // empty, growable
-  ValueId make_container(Kind k, std::span<const ValueId> items);   // final
+  ValueId make_side(Kind k, std::string_view bytes);               // copied to the side buffer
+  ValueId make_container(Kind k);                                  // empty, growable
+  ValueId make_container(Kind k, std::span<const ValueId> items);  // final
   /// Appends items to a List/Dict/Set in amortised O(1) per item.
   void append(ValueId container, std::span<const ValueId> items);
   /// Called when a list has received a batch: if its items end the item array and

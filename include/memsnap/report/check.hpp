@@ -20,14 +20,14 @@ const char* to_string(CheckStatus s);  // "PASS", "FAIL", "ERROR"
 struct CheckLine {
   std::string file;
   std::optional<int> device;
-  std::string check;        // the option without dashes: "max-reserved", "no-leaks", ...
+  std::string check;  // the option without dashes: "max-reserved", "no-leaks", ...
   CheckStatus status = CheckStatus::Pass;
   nlohmann::ordered_json figure;  // bytes, a ratio or a count, as in the analyze JSON
   nlohmann::ordered_json limit;
   std::string figure_text;  // "86.00 MiB", "0.412", "3"
   std::string limit_text;
-  std::string what;         // the analyze JSON field the figure is, or a note
-  std::string message;      // Error: why the file could not be read
+  std::string what;     // the analyze JSON field the figure is, or a note
+  std::string message;  // Error: why the file could not be read
 };
 
 struct CheckTotals {

@@ -38,11 +38,11 @@ void write_folded(std::ostream& out, const analysis::StackProfile& profile);
 void write_folded(std::ostream& out, const analysis::DiffProfile& diff);
 
 struct FlameSvgOptions {
-  int width = 1200;          // pixels
-  std::string title;         // first line; empty: a default
-  std::string subtitle;      // second line (which file and state)
+  int width = 1200;                // pixels
+  std::string title;               // first line; empty: a default
+  std::string subtitle;            // second line (which file and state)
   std::string unit = "allocated";  // what the bytes are, for the root frame ("allocated", "active", ...)
-  bool script = false;       // embed the small click-to-zoom script
+  bool script = false;             // embed the small click-to-zoom script
 };
 
 /// One SVG document. Frames are as wide as their bytes (a differential tree: the

@@ -15,7 +15,7 @@ struct InputInfo {
   uint64_t decoded_bytes = 0;  // after decompression
   io::Compression compression = io::Compression::None;
   io::Encoding encoding = io::Encoding::Pickle;
-  int pickle_protocol = -1;    // -1 for JSON input
+  int pickle_protocol = -1;  // -1 for JSON input
 };
 
 }  // namespace memsnap::snapshot

@@ -93,7 +93,7 @@ class StackTable {
 
  private:
   std::vector<FrameId> frames_;
-  std::vector<std::pair<uint32_t, uint32_t>> ranges_;  // start, length
+  std::vector<std::pair<uint32_t, uint32_t>> ranges_;                // start, length
   std::unordered_multimap<uint64_t, uint32_t, util::Hasher> index_;  // seeded content hash -> stack
   uint64_t seed_ = util::hash_seed();
 };
@@ -112,8 +112,8 @@ struct Block {
   uint64_t requested_size = 0;
   StackId stack;
   BlockState state = BlockState::Inactive;
-  bool address_derived = false;   // the file gave no address; computed from the segment
-  bool requested_known = false;   // the file gave requested_size or history real_size
+  bool address_derived = false;  // the file gave no address; computed from the segment
+  bool requested_known = false;  // the file gave requested_size or history real_size
 
   bool is_active() const { return state != BlockState::Inactive; }
 };
@@ -134,7 +134,15 @@ struct Segment {
 };
 
 enum class Action : uint8_t {
-  Alloc, FreeRequested, FreeCompleted, SegmentAlloc, SegmentFree, SegmentMap, SegmentUnmap, Snapshot, Oom,
+  Alloc,
+  FreeRequested,
+  FreeCompleted,
+  SegmentAlloc,
+  SegmentFree,
+  SegmentMap,
+  SegmentUnmap,
+  Snapshot,
+  Oom,
   Free,     // very early torch; kept for completeness
   Unknown,  // an action this version of memsnap does not know (kept so indices match the file)
 };
@@ -142,8 +150,8 @@ const char* to_string(Action a);
 
 struct TraceEvent {
   static constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
-  uint64_t addr = 0;     // block or segment address; for Oom, the device_free bytes (see device_free())
-  uint64_t size = 0;     // requested bytes (alloc/free), segment bytes, or rounded request (oom)
+  uint64_t addr = 0;  // block or segment address; for Oom, the device_free bytes (see device_free())
+  uint64_t size = 0;  // requested bytes (alloc/free), segment bytes, or rounded request (oom)
   uint64_t stream = 0;
   int64_t time_us = kNoTime;
   StackId stack;
@@ -179,9 +187,17 @@ class Trace {
     Arrow operator->() const { return Arrow{(*t_)[i_]}; }
     TraceEvent operator[](difference_type n) const { return (*t_)[i_ + static_cast<size_t>(n)]; }
     Iterator& operator++() { return ++i_, *this; }
-    Iterator operator++(int) { Iterator o = *this; ++i_; return o; }
+    Iterator operator++(int) {
+      Iterator o = *this;
+      ++i_;
+      return o;
+    }
     Iterator& operator--() { return --i_, *this; }
-    Iterator operator--(int) { Iterator o = *this; --i_; return o; }
+    Iterator operator--(int) {
+      Iterator o = *this;
+      --i_;
+      return o;
+    }
     Iterator& operator+=(difference_type n) { return i_ += static_cast<size_t>(n), *this; }
     Iterator& operator-=(difference_type n) { return i_ -= static_cast<size_t>(n), *this; }
     friend Iterator operator+(Iterator a, difference_type n) { return a += n; }
@@ -204,7 +220,9 @@ class Trace {
   Trace(Trace&&) noexcept = default;
   Trace& operator=(const Trace& o);
   Trace& operator=(Trace&&) noexcept = default;
-  Trace(std::initializer_list<TraceEvent> events) { for (const TraceEvent& e : events) push_back(e); }
+  Trace(std::initializer_list<TraceEvent> events) {
+    for (const TraceEvent& e : events) push_back(e);
+  }
   Trace& operator=(std::initializer_list<TraceEvent> events) {
     clear();
     for (const TraceEvent& e : events) push_back(e);
@@ -219,7 +237,7 @@ class Trace {
     e.size = size_[i] != kEscaped ? size_[i] : escaped(big_sizes_, i);
     e.stream = streams_[stream_[i]];
     int32_t t = time_[i];
-    e.time_us = t == kNoTimeDelta ? TraceEvent::kNoTime
+    e.time_us = t == kNoTimeDelta   ? TraceEvent::kNoTime
                 : t == kEscapedTime ? static_cast<int64_t>(escaped(big_times_, i))
                                     : time_base_[i >> kBlockShift] + t;
     e.stack = StackId{stack_[i]};
@@ -263,7 +281,7 @@ class Trace {
   util::PodBuffer<uint32_t> stack_;
   util::PodBuffer<Action> action_;
   util::PodBuffer<uint16_t> stream_;
-  std::vector<int64_t> time_base_;  // per block of 2^kBlockShift events
+  std::vector<int64_t> time_base_;                                    // per block of 2^kBlockShift events
   std::vector<std::pair<uint64_t, uint64_t>> big_sizes_, big_times_;  // (event index, value), by index
   std::vector<uint64_t> streams_;
   std::unordered_map<uint64_t, uint16_t, util::Hasher> stream_ids_;
@@ -313,7 +331,7 @@ struct Snapshot {
   StackTable stacks;
   AllocatorSettings settings;
   std::vector<Annotation> annotations;
-  bool legacy_history = false;   // blocks carry 1.13/2.0 `history` instead of frames
+  bool legacy_history = false;  // blocks carry 1.13/2.0 `history` instead of frames
   /// Non-fatal oddities found while building ("warning: ..." lines, JSON `warnings`).
   std::vector<std::string> warnings;
 

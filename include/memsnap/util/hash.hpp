@@ -36,8 +36,12 @@ inline uint64_t fold_mul(uint64_t a, uint64_t b) {
 }
 
 /// Seeded hash of one 64-bit key.
-inline uint64_t hash_u64(uint64_t x, uint64_t seed) { return mix64(x ^ seed); }
-inline uint64_t hash_u64(uint64_t x) { return hash_u64(x, hash_seed()); }
+inline uint64_t hash_u64(uint64_t x, uint64_t seed) {
+  return mix64(x ^ seed);
+}
+inline uint64_t hash_u64(uint64_t x) {
+  return hash_u64(x, hash_seed());
+}
 
 /// Seeded hash of a byte string, 16 bytes per step (wyhash-style folded multiplies).
 inline uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
@@ -65,7 +69,9 @@ inline uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
   }
   return mix64(fold_mul(a ^ k1 ^ h, b ^ k2 ^ seed));
 }
-inline uint64_t hash_bytes(std::string_view s) { return hash_bytes(s.data(), s.size(), hash_seed()); }
+inline uint64_t hash_bytes(std::string_view s) {
+  return hash_bytes(s.data(), s.size(), hash_seed());
+}
 
 /// Hash functor for std::unordered_map / unordered_set keyed by integers or strings.
 struct Hasher {

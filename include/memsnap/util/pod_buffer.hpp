@@ -74,8 +74,10 @@ class PodBuffer {
   bool mapped() const { return cap_ * sizeof(T) >= kMapped; }
   void release() {
     if (p_ == nullptr) return;
-    if (mapped()) munmap(p_, round_up(cap_ * sizeof(T)));
-    else std::free(p_);
+    if (mapped())
+      munmap(p_, round_up(cap_ * sizeof(T)));
+    else
+      std::free(p_);
   }
   void grow_to(size_t n) {
     size_t bytes = n * sizeof(T);

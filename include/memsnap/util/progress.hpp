@@ -23,8 +23,7 @@ class ProgressTicker {
   static constexpr uint64_t kDefaultStep = uint64_t{4} << 20;  // every 4 MiB
 
   ProgressTicker(const ProgressFn* fn, uint64_t total, uint64_t step = kDefaultStep)
-      : fn_(fn && *fn ? fn : nullptr), total_(total), step_(std::max<uint64_t>(step, 1)),
-        next_(fn_ ? 0 : UINT64_MAX) {}
+      : fn_(fn && *fn ? fn : nullptr), total_(total), step_(std::max<uint64_t>(step, 1)), next_(fn_ ? 0 : UINT64_MAX) {}
 
   /// Reports `done` when it passed the next step (and always at the end).
   void at(uint64_t done) {
