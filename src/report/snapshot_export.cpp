@@ -21,16 +21,18 @@ using snapshot::StackId;
 using snapshot::StrId;
 
 // Every fixed string of the schema: keys and enumerated values. The pickle writes each once.
-#define MEMSNAP_WORDS(X)                                                                                              \
-  X(segments)                                                                                                         \
-  X(device_traces) X(allocator_settings) X(external_annotations) X(device) X(address) X(total_size) X(allocated_size) \
-      X(active_size) X(requested_size) X(stream) X(segment_type) X(segment_pool_id) X(is_expandable) X(frames)        \
-          X(blocks) X(size) X(state) X(filename) X(line) X(name) X(action) X(addr) X(time_us) X(device_free)          \
-              X(PYTORCH_CUDA_ALLOC_CONF) X(max_split_size) X(garbage_collection_threshold) X(expandable_segments)     \
-                  X(roundup_power2_divisions) X(trace_alloc_max_entries) X(trace_alloc_overflowed) X(stage) X(small)  \
-                      X(large) X(active_allocated) X(active_pending_free) X(inactive) X(alloc) X(free_requested)      \
-                          X(free_completed) X(segment_alloc) X(segment_free) X(segment_map) X(segment_unmap)          \
-                              X(snapshot) X(oom) X(free) X(unknown)
+// clang-format off
+#define MEMSNAP_WORDS(X) \
+  X(segments) X(device_traces) X(allocator_settings) X(external_annotations) X(device) X(address) \
+  X(total_size) X(allocated_size) X(active_size) X(requested_size) X(stream) X(segment_type) \
+  X(segment_pool_id) X(is_expandable) X(frames) X(blocks) X(size) X(state) X(filename) X(line) \
+  X(name) X(action) X(addr) X(time_us) X(device_free) X(PYTORCH_CUDA_ALLOC_CONF) X(max_split_size) \
+  X(garbage_collection_threshold) X(expandable_segments) X(roundup_power2_divisions) \
+  X(trace_alloc_max_entries) X(trace_alloc_overflowed) X(stage) X(small) X(large) \
+  X(active_allocated) X(active_pending_free) X(inactive) X(alloc) X(free_requested) \
+  X(free_completed) X(segment_alloc) X(segment_free) X(segment_map) X(segment_unmap) X(snapshot) \
+  X(oom) X(free) X(unknown)
+// clang-format on
 
 enum class Word : uint8_t {
 #define X(w) w,
