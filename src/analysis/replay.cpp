@@ -128,7 +128,8 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
   std::vector<LiveRange> start_live;
   undo(start_live, start_segments_);
   starts_mid_run_ = !start_live.empty() || !start_segments_.empty();
-  ranges_ = std::move(start_live);
+  ranges_.reserve(start_live.size());
+  for (const LiveRange& r : start_live) ranges_.push_back(r);
   first_window_range_ = static_cast<uint32_t>(ranges_.size());
   sweep(options);
 }

@@ -39,12 +39,14 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/snapshot/model.hpp"
 #include "memsnap/util/flat_map.hpp"
+#include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::analysis {
 
@@ -122,7 +124,7 @@ class Replay {
   const Totals& start_totals() const { return start_totals_; }
   /// Every block live at some point of the window; those live at the start first,
   /// then by alloc event.
-  const std::vector<LiveRange>& ranges() const { return ranges_; }
+  std::span<const LiveRange> ranges() const { return {ranges_.data(), ranges_.size()}; }
   /// Index into ranges() of the block allocated by alloc event `i`, or nullopt.
   std::optional<uint32_t> range_of_alloc(uint32_t event) const;
 
@@ -186,7 +188,7 @@ class Replay {
   uint64_t estimated_blocks_ = 0;
   Totals start_totals_;
   SegMap start_segments_;
-  std::vector<LiveRange> ranges_;
+  util::PodBuffer<LiveRange> ranges_;     // huge pages, no regrowth copy
   uint32_t first_window_range_ = 0;       // ranges_[first_window_range_..] began in the window, by begin
   std::vector<uint32_t> segment_events_;  // indices of segment events, in order
   struct Checkpoint {
