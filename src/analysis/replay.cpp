@@ -154,7 +154,6 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
       r.addr = b.address;
       r.size = b.size;
       r.requested = b.requested_size;
-      r.stream = s.stream;
       r.stack = b.stack;
       r.pending_at_start = b.state == BlockState::ActivePendingFree;  // "pending" while undoing
       live.try_emplace(b.address, r);
@@ -190,7 +189,6 @@ void Replay::undo_block_event(FlatMap64<LiveRange>& live, const TraceEvent& e, u
     r.addr = e.addr;
     r.size = rules::round_size(e.size, ctx_.snap.settings);
     r.requested = e.size;
-    r.stream = e.stream;
     r.stack = e.stack;
     r.size_exact = false;
     r.pending_at_start = pending;
@@ -392,7 +390,6 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
     ++estimated_blocks_;
   }
   r.requested = e.size;
-  r.stream = e.stream;
   r.stack = e.stack;
   r.begin = i;
   r.allocated_before = s.t.allocated;

@@ -67,7 +67,6 @@ struct LiveRange {
   uint64_t addr = 0;
   uint64_t size = 0;
   uint64_t requested = 0;
-  uint64_t stream = 0;
   uint64_t allocated_before = 0;  // allocated bytes just before its alloc event (0 for the window start)
   snapshot::StackId stack;
   uint32_t begin = kWindowStart;  // alloc event, or kWindowStart

@@ -8,6 +8,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -73,7 +74,7 @@ class PodBuffer {
   void truncate(size_t n) { n_ = n; }
 
  private:
-  static constexpr size_t kMapped = size_t{256} << 10;  // bytes from which an array has its own mapping
+  static constexpr size_t kMapped = size_t{2} << 20;    // bytes from which an array has its own mapping
   static constexpr size_t kHugePage = size_t{2} << 20;  // mappings are whole huge pages
   static size_t round_up(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
   bool mapped() const { return cap_ * sizeof(T) >= kMapped; }
@@ -83,6 +84,21 @@ class PodBuffer {
       munmap(p_, round_up(cap_ * sizeof(T)));
     else
       std::free(p_);
+  }
+  /// A fresh mapping of `bytes` (a multiple of 2 MiB) starting on a 2 MiB boundary.
+  static void* map_aligned(size_t bytes) {
+    size_t span = bytes + kHugePage;
+    void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    auto base = reinterpret_cast<uintptr_t>(m);
+    uintptr_t start = (base + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
+    if (start > base) munmap(m, start - base);
+    if (base + span > start + bytes) munmap(reinterpret_cast<void*>(start + bytes), base + span - (start + bytes));
+    void* q = reinterpret_cast<void*>(start);
+#ifdef MADV_HUGEPAGE
+    madvise(q, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+#endif
+    return q;
   }
   void grow_to(size_t n) {
     size_t bytes = n * sizeof(T);
@@ -94,18 +110,20 @@ class PodBuffer {
     } else {
       bytes = round_up(bytes);
       n = bytes / sizeof(T);
+      q = map_aligned(bytes);
       if (mapped()) {
-        q = mremap(p_, round_up(cap_ * sizeof(T)), bytes, MREMAP_MAYMOVE);
-        if (q == MAP_FAILED) throw std::bad_alloc();
+        // Move the old pages (whole huge pages, aligned at both ends) into the new mapping's
+        // head: page tables move, nothing is copied. A plain mremap to wherever the kernel
+        // likes would leave the array misaligned and split its huge pages.
+        size_t old = round_up(cap_ * sizeof(T));
+        if (mremap(p_, old, old, MREMAP_MAYMOVE | MREMAP_FIXED, q) == MAP_FAILED) {
+          std::memcpy(q, p_, n_ * sizeof(T));
+          munmap(p_, old);
+        }
       } else {
-        q = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (q == MAP_FAILED) throw std::bad_alloc();
         if (n_) std::memcpy(q, p_, n_ * sizeof(T));
         std::free(p_);
       }
-#ifdef MADV_HUGEPAGE
-      madvise(q, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
     }
     p_ = static_cast<T*>(q);
     cap_ = n;
