@@ -38,27 +38,19 @@ struct Retained {
 // than in the iteration before, larger in at least half of the steps, and at
 // least 1.5 times its first size by the end, over four iterations or more.
 std::vector<GrowingSite> growing_sites(const Context& ctx, const Replay& replay, const std::vector<uint32_t>& bounds) {
-  struct Req {
-    uint32_t site, iteration;
-    uint64_t bytes;
-  };
-  std::vector<Req> reqs;
+  // The ranges of the window come in alloc-event order, so each site's iterations arrive
+  // in order: the largest request per (site, iteration) is kept in one pass, no sort.
+  std::vector<std::vector<std::pair<uint32_t, uint64_t>>> by_site(ctx.sites.size());  // iteration -> largest
   for (const LiveRange& r : replay.ranges()) {
     if (r.begin == kWindowStart || r.begin < bounds.front()) continue;
-    reqs.push_back({ctx.sites.site_of(r.stack).v, static_cast<uint32_t>(iteration_of(bounds, r.begin)), r.requested});
+    auto& per_iter = by_site[ctx.sites.site_of(r.stack).v];
+    auto iteration = static_cast<uint32_t>(iteration_of(bounds, r.begin));
+    if (per_iter.empty() || per_iter.back().first != iteration) per_iter.emplace_back(iteration, 0);
+    per_iter.back().second = std::max(per_iter.back().second, r.requested);
   }
-  std::sort(reqs.begin(), reqs.end(),
-            [](const Req& a, const Req& b) { return a.site != b.site ? a.site < b.site : a.iteration < b.iteration; });
   std::vector<GrowingSite> out;
-  for (size_t i = 0; i < reqs.size();) {
-    size_t j = i;
-    std::vector<std::pair<uint32_t, uint64_t>> per_iter;  // iteration -> largest request
-    for (; j < reqs.size() && reqs[j].site == reqs[i].site; ++j) {
-      if (per_iter.empty() || per_iter.back().first != reqs[j].iteration) per_iter.emplace_back(reqs[j].iteration, 0);
-      per_iter.back().second = std::max(per_iter.back().second, reqs[j].bytes);
-    }
-    uint32_t site = reqs[i].site;
-    i = j;
+  for (uint32_t site = 0; site < by_site.size(); ++site) {
+    const auto& per_iter = by_site[site];
     if (per_iter.size() < 4) continue;
     size_t rises = 0;
     bool monotone = true;
@@ -88,8 +80,13 @@ std::vector<Retained> retained(const Context& ctx, const Replay& replay, const s
     if (iter >= judged) continue;
     kept.push_back({ctx.sites.site_of(r.stack).v, static_cast<uint32_t>(iter), r.size, r.stack, r.size <= 512});
   }
-  std::stable_sort(kept.begin(), kept.end(), [](const Retained& a, const Retained& b) { return a.site < b.site; });
-  return kept;
+  // Grouped by site, event order kept within one: a counting sort over the dense site ids.
+  std::vector<uint32_t> first(ctx.sites.size() + 1, 0);
+  for (const Retained& r : kept) ++first[r.site + 1];
+  for (size_t k = 1; k < first.size(); ++k) first[k] += first[k - 1];
+  std::vector<Retained> grouped(kept.size());
+  for (const Retained& r : kept) grouped[first[r.site]++] = r;
+  return grouped;
 }
 
 // Allocated bytes and blocks at the dump, by site (dense site ids).
