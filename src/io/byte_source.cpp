@@ -137,6 +137,7 @@ class Sink {
   }
   void wrote(size_t n) {
     used_ += n;
+    buf_.resize_uninitialized(used_);  // within capacity: growth keeps what was written
     if (o_.budget) o_.budget->set(util::Account::Input, used_);
   }
   size_t used() const { return used_; }

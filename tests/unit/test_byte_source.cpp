@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -146,6 +147,23 @@ TEST_CASE("from_bytes decompresses gzip and zstd") {
     ByteSource a = ByteSource::from_bytes(gzip(plain));
     ByteSource b = std::move(a);
     CHECK(b.data().size() == plain.size());
+  }
+}
+
+TEST_CASE("large decompressed input survives every growth of the output buffer") {
+  // 7 MB crosses the output buffer's move from the heap to its own mapping (2 MiB) and
+  // several mapped growths; every byte is distinct by position so a lost or shifted page shows.
+  std::vector<uint8_t> big(7'000'003);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  SUBCASE("gzip") {
+    ByteSource s = ByteSource::from_bytes(gzip(big));
+    REQUIRE(s.data().size() == big.size());
+    CHECK(std::equal(big.begin(), big.end(), s.data().begin()));
+  }
+  SUBCASE("zstd without a recorded content size") {
+    ByteSource s = ByteSource::from_bytes(zstd(big, false));
+    REQUIRE(s.data().size() == big.size());
+    CHECK(std::equal(big.begin(), big.end(), s.data().begin()));
   }
 }
 
