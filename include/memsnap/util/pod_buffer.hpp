@@ -24,12 +24,14 @@ class PodBuffer {
   PodBuffer() = default;
   PodBuffer(const PodBuffer&) = delete;
   PodBuffer& operator=(const PodBuffer&) = delete;
-  PodBuffer(PodBuffer&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) { o.p_ = nullptr, o.n_ = o.cap_ = 0; }
+  PodBuffer(PodBuffer&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_), map_bytes_(o.map_bytes_) {
+    o.p_ = nullptr, o.n_ = o.cap_ = o.map_bytes_ = 0;
+  }
   PodBuffer& operator=(PodBuffer&& o) noexcept {
     if (this != &o) {
       release();
-      p_ = o.p_, n_ = o.n_, cap_ = o.cap_;
-      o.p_ = nullptr, o.n_ = o.cap_ = 0;
+      p_ = o.p_, n_ = o.n_, cap_ = o.cap_, map_bytes_ = o.map_bytes_;
+      o.p_ = nullptr, o.n_ = o.cap_ = o.map_bytes_ = 0;
     }
     return *this;
   }
@@ -77,11 +79,10 @@ class PodBuffer {
   static constexpr size_t kMapped = size_t{2} << 20;    // bytes from which an array has its own mapping
   static constexpr size_t kHugePage = size_t{2} << 20;  // mappings are whole huge pages
   static size_t round_up(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
-  bool mapped() const { return cap_ * sizeof(T) >= kMapped; }
   void release() {
     if (p_ == nullptr) return;
-    if (mapped())
-      munmap(p_, round_up(cap_ * sizeof(T)));
+    if (map_bytes_)
+      munmap(p_, map_bytes_);
     else
       std::free(p_);
   }
@@ -108,22 +109,23 @@ class PodBuffer {
       q = std::realloc(p_, bytes);
       if (q == nullptr) throw std::bad_alloc();
     } else {
+      if (bytes > (size_t{1} << 48)) throw std::bad_alloc();  // no wrap in the rounding below
       bytes = round_up(bytes);
       n = bytes / sizeof(T);
       q = map_aligned(bytes);
-      if (mapped()) {
+      if (map_bytes_) {
         // Move the old pages (whole huge pages, aligned at both ends) into the new mapping's
         // head: page tables move, nothing is copied. A plain mremap to wherever the kernel
         // likes would leave the array misaligned and split its huge pages.
-        size_t old = round_up(cap_ * sizeof(T));
-        if (mremap(p_, old, old, MREMAP_MAYMOVE | MREMAP_FIXED, q) == MAP_FAILED) {
+        if (mremap(p_, map_bytes_, map_bytes_, MREMAP_MAYMOVE | MREMAP_FIXED, q) == MAP_FAILED) {
           std::memcpy(q, p_, n_ * sizeof(T));
-          munmap(p_, old);
+          munmap(p_, map_bytes_);
         }
       } else {
         if (n_) std::memcpy(q, p_, n_ * sizeof(T));
         std::free(p_);
       }
+      map_bytes_ = bytes;
     }
     p_ = static_cast<T*>(q);
     cap_ = n;
@@ -132,6 +134,7 @@ class PodBuffer {
   T* p_ = nullptr;
   size_t n_ = 0;
   size_t cap_ = 0;
+  size_t map_bytes_ = 0;  // the mapping's length, or 0 while the array is on the heap
 };
 
 }  // namespace memsnap::util
