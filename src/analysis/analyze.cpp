@@ -13,16 +13,6 @@ namespace memsnap::analysis {
 
 namespace {
 
-std::string hex(uint64_t v) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  do {
-    out.insert(out.begin(), digits[v & 15]);
-    v >>= 4;
-  } while (v);
-  return "0x" + out;
-}
-
 TraceSummary summarize_trace(const snapshot::Device& d) {
   TraceSummary t;
   t.entries = d.trace.size();

@@ -6,6 +6,7 @@
 
 #include "memsnap/analysis/allocator_rules.hpp"
 #include "memsnap/util/flat_map.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::analysis {
 
@@ -15,16 +16,6 @@ using snapshot::Pool;
 using snapshot::TraceEvent;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  do {
-    out.insert(out.begin(), digits[v & 15]);
-    v >>= 4;
-  } while (v);
-  return "0x" + out;
-}
 
 template <class Map>
 typename Map::const_iterator containing(const Map& segs, uint64_t addr) {

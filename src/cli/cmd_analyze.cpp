@@ -50,24 +50,23 @@ FileAnalysis analyze_file(const std::string& path, const AnalyzeArgs& args, cons
   FileAnalysis fa;
   std::string shown = shown_path(path);
   fa.error = file_error(path, [&] {
-    snapshot::Loaded loaded = load(path, args.common);
-    analysis::Context ctx(loaded.snapshot);
-    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
-    fa.warnings = warnings_text(loaded, result.warnings);
-    report::Source src{loaded.input, ctx};
-    std::ostringstream json;
-    report::write_analyze_json(json, src, result);
-    // The row is read from the JSON document, exactly as `memsnap merge` reads it.
-    report::FleetJson doc = report::FleetJson::parse(json.str());
-    doc["file"] = shown;
-    fa.row = report::fleet_row(doc, shown);
-    if (args.common.format == Format::Json) {
-      fa.doc = std::move(doc);
-    } else {
-      std::ostringstream text;
-      report::write_analyze_text(text, src, result, style);
-      fa.text = std::move(text).str();
-    }
+    analyze_one(path, args.common, options,
+                [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
+                  fa.warnings = warnings;
+                  std::ostringstream json;
+                  report::write_analyze_json(json, src, result);
+                  // The row is read from the JSON document, exactly as `memsnap merge` reads it.
+                  report::FleetJson doc = report::FleetJson::parse(json.str());
+                  doc["file"] = shown;
+                  fa.row = report::fleet_row(doc, shown);
+                  if (args.common.format == Format::Json) {
+                    fa.doc = std::move(doc);
+                  } else {
+                    std::ostringstream text;
+                    report::write_analyze_text(text, src, result, style);
+                    fa.text = std::move(text).str();
+                  }
+                });
   });
   return fa;
 }
@@ -159,15 +158,14 @@ void add_analyze(CLI::App& app) {
     options.fits = parse_fits(args->fits);
     if (args->files.size() > 1) return analyze_many(*args, options);
 
-    snapshot::Loaded loaded = load(args->files[0], args->common);
-    analysis::Context ctx(loaded.snapshot);
-    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
-    print_warnings(loaded, result.warnings);
-    report::Source src{loaded.input, ctx};
-    if (args->common.format == Format::Json)
-      report::write_analyze_json(std::cout, src, result);
-    else
-      report::write_analyze_text(std::cout, src, result, text_style(args->common));
+    analyze_one(args->files[0], args->common, options,
+                [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
+                  std::cerr << warnings;
+                  if (args->common.format == Format::Json)
+                    report::write_analyze_json(std::cout, src, result);
+                  else
+                    report::write_analyze_text(std::cout, src, result, text_style(args->common));
+                });
   });
 }
 

@@ -196,16 +196,16 @@ FileChecks check_file(const std::string& path, const CommonOptions& common, cons
   FileChecks fc;
   std::string shown = shown_path(path);
   auto error = file_error(path, [&] {
-    snapshot::Loaded loaded = load(path, common);
-    analysis::Context ctx(loaded.snapshot);
     analysis::AnalyzeOptions options;
     options.threads = threads;
-    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
-    fc.warnings = warnings_text(loaded, result.warnings);
-    bool any_used = false;
-    for (const auto& d : result.devices) any_used |= !d.unused;
-    for (const auto& d : result.devices)
-      if (!d.unused || !any_used) check_device(shown, d, limits, fc.lines);
+    analyze_one(path, common, options,
+                [&](const report::Source&, const analysis::AnalyzeResult& result, const std::string& warnings) {
+                  fc.warnings = warnings;
+                  bool any_used = false;
+                  for (const auto& d : result.devices) any_used |= !d.unused;
+                  for (const auto& d : result.devices)
+                    if (!d.unused || !any_used) check_device(shown, d, limits, fc.lines);
+                });
   });
   if (error) {
     report::CheckLine l;

@@ -30,21 +30,25 @@ struct FileSegments {
   std::string output;  // the report, text or one JSON document
 };
 
+void write_segments(std::ostream& out, const SegmentsArgs& args, const report::Source& src,
+                    const analysis::AnalyzeResult& result, const report::TextStyle& style) {
+  if (args.common.format == Format::Json)
+    report::write_segments_json(out, src, result, size_t(args.top));
+  else
+    report::write_segments_text(out, src, result, size_t(args.top), style);
+}
+
 FileSegments segments_of(const std::string& path, const SegmentsArgs& args, const analysis::AnalyzeOptions& options,
                          const report::TextStyle& style) {
   FileSegments fs;
   fs.error = file_error(path, [&] {
-    snapshot::Loaded loaded = load(path, args.common);
-    analysis::Context ctx(loaded.snapshot);
-    analysis::AnalyzeResult result = analysis::analyze(ctx, options);
-    fs.warnings = warnings_text(loaded, result.warnings);
-    report::Source src{loaded.input, ctx};
-    std::ostringstream out;
-    if (args.common.format == Format::Json)
-      report::write_segments_json(out, src, result, size_t(args.top));
-    else
-      report::write_segments_text(out, src, result, size_t(args.top), style);
-    fs.output = std::move(out).str();
+    analyze_one(path, args.common, options,
+                [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
+                  fs.warnings = warnings;
+                  std::ostringstream out;
+                  write_segments(out, args, src, result, style);
+                  fs.output = std::move(out).str();
+                });
   });
   return fs;
 }
@@ -68,15 +72,11 @@ void add_segments(CLI::App& app) {
     options.trace = false;  // the segment map needs the state only
     report::TextStyle style = text_style(args->common);
     if (args->files.size() == 1) {
-      snapshot::Loaded loaded = load(args->files[0], args->common);
-      analysis::Context ctx(loaded.snapshot);
-      analysis::AnalyzeResult result = analysis::analyze(ctx, options);
-      print_warnings(loaded, result.warnings);
-      report::Source src{loaded.input, ctx};
-      if (args->common.format == Format::Json)
-        report::write_segments_json(std::cout, src, result, size_t(args->top));
-      else
-        report::write_segments_text(std::cout, src, result, size_t(args->top), style);
+      analyze_one(args->files[0], args->common, options,
+                  [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
+                    std::cerr << warnings;
+                    write_segments(std::cout, *args, src, result, style);
+                  });
       return;
     }
     if (std::count(args->files.begin(), args->files.end(), std::string("-")) > 1)

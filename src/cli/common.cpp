@@ -100,6 +100,14 @@ std::string warnings_text(const snapshot::Loaded& l, const std::vector<std::stri
   return out;
 }
 
+void analyze_one(const std::string& path, const CommonOptions& common, const analysis::AnalyzeOptions& options,
+                 const AnalysedFn& use) {
+  snapshot::Loaded loaded = load(path, common);
+  analysis::Context ctx(loaded.snapshot);
+  analysis::AnalyzeResult result = analysis::analyze(ctx, options);
+  use(report::Source{loaded.input, ctx}, result, warnings_text(loaded, result.warnings));
+}
+
 std::optional<std::string> file_error(const std::string& path, const std::function<void()>& fn) {
   std::string shown = shown_path(path);
   try {

@@ -61,6 +61,13 @@ report::TextStyle text_style(const CommonOptions& options);
 void print_warnings(const snapshot::Loaded& loaded, const std::vector<std::string>& more = {});
 /// The same lines as one string, for a worker to hand to the thread that prints.
 std::string warnings_text(const snapshot::Loaded& loaded, const std::vector<std::string>& more = {});
+/// One file through the pipeline: load, context, analyze. `use` gets the report's source
+/// and the result while the snapshot is alive, and the load and analysis warnings as text
+/// (a command prints them, a worker of many files keeps them for later).
+using AnalysedFn =
+    std::function<void(const report::Source&, const analysis::AnalyzeResult&, const std::string& warnings)>;
+void analyze_one(const std::string& path, const CommonOptions& common, const analysis::AnalyzeOptions& options,
+                 const AnalysedFn& use);
 /// Runs `fn`; an error about this one file (a Failure, an input or usage error, memory
 /// exhausted) comes back as its one-line message naming `path`, anything else propagates.
 std::optional<std::string> file_error(const std::string& path, const std::function<void()>& fn);

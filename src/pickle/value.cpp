@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "memsnap/pickle/long.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/hash.hpp"
 
@@ -67,24 +68,15 @@ ValueId ValueGraph::make_uint(uint64_t v) {
 }
 
 ValueId ValueGraph::make_int_bytes(const uint8_t* p, size_t len, uint64_t off, bool side) {
-  if (len == 0) return make_int(0);
-  bool neg = p[len - 1] & 0x80;
-  // Drop redundant sign-extension bytes so that the length says how big the value is.
-  size_t n = len;
-  while (n > 1 && p[n - 1] == (neg ? 0xFF : 0x00) && bool(p[n - 2] & 0x80) == neg) --n;
-  if (n <= 8) {
-    uint64_t u = 0;
-    for (size_t i = n; i-- > 0;) u = (u << 8) | p[i];
-    if (neg && n < 8) u |= ~uint64_t{0} << (8 * n);
-    return make_int(static_cast<int64_t>(u));
+  DecodedLong d = decode_long(p, len);
+  switch (d.kind) {
+    case DecodedLong::Signed: return make_int(static_cast<int64_t>(d.bits));
+    case DecodedLong::Unsigned: return make_uint(d.bits);
+    case DecodedLong::Big: break;
   }
-  if (n == 9 && !neg && p[8] == 0) {
-    uint64_t u = 0;
-    for (size_t i = 8; i-- > 0;) u = (u << 8) | p[i];
-    return make_uint(u);
-  }
-  if (n > kMaxItems) throw InputError("", "integer too large");
-  return push(Value{Kind::BigInt, static_cast<uint8_t>(side ? Value::kSide : 0), 0, static_cast<uint32_t>(n), off});
+  if (d.bytes > kMaxItems) throw InputError("", "integer too large");
+  return push(
+      Value{Kind::BigInt, static_cast<uint8_t>(side ? Value::kSide : 0), 0, static_cast<uint32_t>(d.bytes), off});
 }
 
 ValueId ValueGraph::make_float(double d) {

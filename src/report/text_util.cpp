@@ -163,12 +163,6 @@ std::string shorten(const std::string& s, size_t w) {
   return s.substr(0, keep / 2) + "~" + s.substr(s.size() - (keep - keep / 2));
 }
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::string duration(int64_t us) {
   char buf[64];
   if (us < 0) return "-" + duration(us == INT64_MIN ? INT64_MAX : -us);

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "memsnap/util/units.hpp"
+
 namespace memsnap::report::detail {
 
 /// Pads or truncates to exactly `w` columns (UTF-8 aware for display width of ASCII + multibyte).
@@ -22,8 +24,7 @@ std::string wrap(const std::string& text, size_t first, size_t indent, size_t wi
 std::string wrap_block(const std::string& text, size_t width, size_t indent);
 /// Shortens to `w` columns keeping the start (file) and the end (line:function): "train.p~:forward".
 std::string shorten(const std::string& s, size_t w);
-/// "0x7f3a00000000".
-std::string hex(uint64_t v);
+using ::memsnap::hex;  // "0x7f3a00000000" (util/units.hpp)
 /// A duration in microseconds as "850 us", "12.3 ms", "4.56 s", "3 min 12 s"; any int64.
 std::string duration(int64_t us);
 /// b - a, saturated to the int64 range (time spans of hostile files cannot overflow).

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/pickle/long.hpp"
 #include "memsnap/snapshot/validate.hpp"
 #include "memsnap/util/hash.hpp"
 
@@ -524,25 +525,17 @@ class FastBuilder {
     s.b = static_cast<uint64_t>(v);
     return s;
   }
-  // LONG1 / LONG4 payload, exactly as ValueGraph::make_int_bytes classifies it.
+  // LONG1 / LONG4 payload, classified as ValueGraph::make_int_bytes does (one decoder).
   static Slot long_slot(const uint8_t* p, size_t len) {
-    if (len == 0) return int_slot(0);
-    bool neg = p[len - 1] & 0x80;
-    size_t n = len;
-    while (n > 1 && p[n - 1] == (neg ? 0xFF : 0x00) && bool(p[n - 2] & 0x80) == neg) --n;
-    if (n <= 8) {
-      uint64_t u = 0;
-      for (size_t i = n; i-- > 0;) u = (u << 8) | p[i];
-      if (neg && n < 8) u |= ~uint64_t{0} << (8 * n);
-      return int_slot(static_cast<int64_t>(u));
-    }
+    pickle::DecodedLong d = pickle::decode_long(p, len);
     Slot s;
-    if (n == 9 && !neg && p[8] == 0) {
-      uint64_t u = 0;
-      for (size_t i = 8; i-- > 0;) u = (u << 8) | p[i];
-      s.tag = u > uint64_t(INT64_MAX) ? kUInt : kInt;
-      s.b = u;
-      return s;
+    switch (d.kind) {
+      case pickle::DecodedLong::Signed: return int_slot(static_cast<int64_t>(d.bits));
+      case pickle::DecodedLong::Unsigned:
+        s.tag = kUInt;
+        s.b = d.bits;
+        return s;
+      case pickle::DecodedLong::Big: break;
     }
     s.tag = kBig;
     return s;

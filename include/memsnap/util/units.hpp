@@ -14,6 +14,8 @@ std::string human_bytes(uint64_t n);
 std::string torch_format_size(uint64_t n);
 /// 1234567 -> "1,234,567".
 std::string with_commas(uint64_t n);
+/// An address as "0x7f3a00000000" (lower case, no padding; 0 is "0x0").
+std::string hex(uint64_t v);
 /// Parses "1.5GiB", "512MiB", "20MB" (decimal), "4096", "2k"; nullopt when malformed.
 std::optional<uint64_t> parse_size(std::string_view text);
 
