@@ -1,9 +1,11 @@
-// A growable array of trivially copyable values: no zero-fill on growth; arrays of 256 KiB and
-// more live in their own mapping, sized in whole 2 MiB pages, ask for transparent huge pages
-// (MADV_HUGEPAGE) and grow with mremap, so growth never copies or holds two copies. Why huge
-// pages: on the benchmark machine (a VM) a first-touch fault of a 4 KiB page costs about 4 us,
-// and such faults were a sixth of `analyze`'s time (perf: exc_page_fault under Trace::push_back
-// and Replay::sweep_alloc). An array of 256 KiB therefore holds up to 2 MiB of resident memory.
+// A growable array of trivially copyable values: no zero-fill on growth. Below 2 MiB an
+// array is a heap block grown by realloc; from 2 MiB it lives in its own mapping, 2 MiB-aligned,
+// sized in whole 2 MiB pages and advised MADV_HUGEPAGE, and grows by moving its pages into a
+// larger aligned mapping (mremap with MREMAP_FIXED): no copy, never two copies at once, huge
+// pages kept whole. Why huge pages: on the benchmark machine (a VM) a first-touch fault of a
+// 4 KiB page costs about 4 us, and such faults were a sixth of `analyze`'s time (perf:
+// exc_page_fault under Trace::push_back and Replay::sweep_alloc). A mapped array holds at most
+// one partly used huge page beyond its size.
 #pragma once
 
 #include <sys/mman.h>
