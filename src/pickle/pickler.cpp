@@ -6,34 +6,9 @@
 #include <ios>
 #include <stdexcept>
 
-namespace memsnap::pickle {
+#include "opcodes.hpp"
 
-namespace op {
-enum : uint8_t {
-  MARK = '(',
-  STOP = '.',
-  BININT = 'J',
-  BININT1 = 'K',
-  BININT2 = 'M',
-  NONE = 'N',
-  BINUNICODE = 'X',
-  APPENDS = 'e',
-  BINGET = 'h',
-  LONG_BINGET = 'j',
-  EMPTY_LIST = ']',
-  EMPTY_DICT = '}',
-  SETITEMS = 'u',
-  TUPLE = 't',
-  BINFLOAT = 'G',
-  PROTO = 0x80,
-  NEWTRUE = 0x88,
-  NEWFALSE = 0x89,
-  LONG1 = 0x8a,
-  SHORT_BINUNICODE = 0x8c,
-  BINUNICODE8 = 0x8d,
-  MEMOIZE = 0x94,
-};
-}  // namespace op
+namespace memsnap::pickle {
 
 namespace {
 
