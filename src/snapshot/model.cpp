@@ -58,27 +58,29 @@ uint64_t Trace::escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, 
   return it != side.end() && it->first == i ? it->second : 0;
 }
 
-uint16_t Trace::stream_index(uint64_t stream) {
-  if (!streams_.empty() && streams_.back() == stream) return static_cast<uint16_t>(streams_.size() - 1);
-  if (streams_.size() < 8) {
-    for (size_t k = 0; k < streams_.size(); ++k)
-      if (streams_[k] == stream) return static_cast<uint16_t>(k);
-  } else if (auto it = stream_ids_.find(stream); it != stream_ids_.end()) {
+uint16_t Trace::intern(std::vector<uint64_t>& table, std::unordered_map<uint64_t, uint16_t, util::Hasher>& ids,
+                       uint64_t value, const char* what) {
+  if (!table.empty() && table.back() == value) return static_cast<uint16_t>(table.size() - 1);
+  if (table.size() < 8) {
+    for (size_t k = 0; k < table.size(); ++k)
+      if (table[k] == value) return static_cast<uint16_t>(k);
+  } else if (auto it = ids.find(value); it != ids.end()) {
     return it->second;
   }
-  if (streams_.size() >= 0xFFFF) throw InputError("", "a trace uses more than 65,535 streams");
-  auto k = static_cast<uint16_t>(streams_.size());
-  streams_.push_back(stream);
-  if (streams_.size() == 8)
-    for (size_t j = 0; j < streams_.size(); ++j) stream_ids_.emplace(streams_[j], static_cast<uint16_t>(j));
-  else if (streams_.size() > 8)
-    stream_ids_.emplace(stream, k);
+  if (table.size() >= 0xFFFF) throw InputError("", std::string("a trace uses more than 65,535 ") + what);
+  auto k = static_cast<uint16_t>(table.size());
+  table.push_back(value);
+  if (table.size() == 8)
+    for (size_t j = 0; j < table.size(); ++j) ids.emplace(table[j], static_cast<uint16_t>(j));
+  else if (table.size() > 8)
+    ids.emplace(value, k);
   return k;
 }
 
 Trace& Trace::operator=(const Trace& o) {
   if (this != &o) {
-    addr_ = o.addr_.clone();
+    addr_lo_ = o.addr_lo_.clone();
+    addr_hi_ = o.addr_hi_.clone();
     size_ = o.size_.clone();
     time_ = o.time_.clone();
     stack_ = o.stack_.clone();
@@ -89,13 +91,16 @@ Trace& Trace::operator=(const Trace& o) {
     big_times_ = o.big_times_;
     streams_ = o.streams_;
     stream_ids_ = o.stream_ids_;
+    addr_high_ = o.addr_high_;
+    addr_high_ids_ = o.addr_high_ids_;
   }
   return *this;
 }
 
 void Trace::push_back(const TraceEvent& e) {
-  size_t i = addr_.size();
-  addr_.push_back(e.addr);
+  size_t i = action_.size();
+  addr_lo_.push_back(static_cast<uint32_t>(e.addr));
+  addr_hi_.push_back(intern(addr_high_, addr_high_ids_, e.addr >> 32, "4 GiB address regions"));
   if (e.size < kEscaped) {
     size_.push_back(static_cast<uint32_t>(e.size));
   } else {
@@ -120,11 +125,12 @@ void Trace::push_back(const TraceEvent& e) {
   }
   stack_.push_back(e.stack.v);
   action_.push_back(e.action);
-  stream_.push_back(stream_index(e.stream));
+  stream_.push_back(intern(streams_, stream_ids_, e.stream, "streams"));
 }
 
 void Trace::reserve(size_t n) {
-  addr_.reserve(n);
+  addr_lo_.reserve(n);
+  addr_hi_.reserve(n);
   size_.reserve(n);
   time_.reserve(n);
   stack_.reserve(n);
@@ -137,9 +143,10 @@ void Trace::clear() {
 }
 
 size_t Trace::memory_bytes() const {
-  return addr_.capacity() * 8 + size_.capacity() * 4 + time_.capacity() * 4 + stack_.capacity() * 4 +
-         action_.capacity() + stream_.capacity() * 2 + time_base_.capacity() * 8 +
-         (big_sizes_.capacity() + big_times_.capacity()) * 16 + streams_.capacity() * 8 + stream_ids_.size() * 32;
+  return addr_lo_.capacity() * 4 + addr_hi_.memory_bytes() + size_.capacity() * 4 + time_.capacity() * 4 +
+         stack_.memory_bytes() + action_.capacity() + stream_.memory_bytes() + time_base_.capacity() * 8 +
+         (big_sizes_.capacity() + big_times_.capacity()) * 16 + (streams_.capacity() + addr_high_.capacity()) * 8 +
+         (stream_ids_.size() + addr_high_ids_.size()) * 32;
 }
 
 const char* to_string(BlockState s) {

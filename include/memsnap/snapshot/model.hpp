@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "memsnap/util/hash.hpp"
+#include "memsnap/util/lazy_column.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::snapshot {
@@ -161,12 +162,15 @@ struct TraceEvent {
   uint64_t device_free() const { return action == Action::Oom ? addr : 0; }
 };
 
-/// A device's trace events, oldest to newest, stored as columns (about 23 bytes an
-/// event instead of 40): the address, the size (32 bits, larger ones in a side
-/// table), the time as a 32-bit offset from a base kept per 4096 events (others in a
-/// side table), the stack, the action and an index into the device's stream table.
-/// Reads give a TraceEvent by value: `trace[i]`, range-for and iterators work as on
-/// a vector of TraceEvent, but an event cannot be changed in place.
+/// A device's trace events, oldest to newest, stored as columns (13 to 19 bytes an
+/// event instead of 40): the address's low 32 bits and an index into the device's
+/// table of high halves, the size (32 bits, larger ones in a side table), the time as
+/// a 32-bit offset from a base kept per 4096 events (others in a side table), the
+/// stack, the action and an index into the device's stream table. The high-half,
+/// stack and stream columns take no space while constant (util::LazyColumn): one
+/// 4 GiB region, no stacks recorded, one stream. Reads give a TraceEvent by value:
+/// `trace[i]`, range-for and iterators work as on a vector of TraceEvent, but an
+/// event cannot be changed in place.
 class Trace {
  public:
   class Iterator {
@@ -229,12 +233,17 @@ class Trace {
     return *this;
   }
 
-  size_t size() const { return addr_.size(); }
-  bool empty() const { return addr_.size() == 0; }
+  size_t size() const { return action_.size(); }
+  bool empty() const { return action_.size() == 0; }
+  /// One field of event i, without decoding the others.
+  uint64_t addr_at(size_t i) const { return uint64_t{addr_high_[addr_hi_[i]]} << 32 | addr_lo_[i]; }
+  uint64_t size_at(size_t i) const { return size_[i] != kEscaped ? size_[i] : escaped(big_sizes_, i); }
+  StackId stack_at(size_t i) const { return StackId{stack_[i]}; }
+  Action action_at(size_t i) const { return action_[i]; }
   TraceEvent operator[](size_t i) const {
     TraceEvent e;
-    e.addr = addr_[i];
-    e.size = size_[i] != kEscaped ? size_[i] : escaped(big_sizes_, i);
+    e.addr = addr_at(i);
+    e.size = size_at(i);
     e.stream = streams_[stream_[i]];
     int32_t t = time_[i];
     e.time_us = t == kNoTimeDelta   ? TraceEvent::kNoTime
@@ -261,7 +270,7 @@ class Trace {
   /// Replaces every event's stack id s by f(s) (a builder that renumbers its stacks).
   template <class F>
   void remap_stacks(F f) {
-    for (uint32_t& s : stack_) s = f(s);
+    stack_.transform(f);
   }
   /// The distinct streams of the trace, in order of first use.
   std::span<const uint64_t> streams() const { return streams_; }
@@ -272,19 +281,22 @@ class Trace {
   static constexpr int32_t kEscapedTime = kNoTimeDelta + 1;
   static constexpr unsigned kBlockShift = 12;
   static uint64_t escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i);
-  uint16_t stream_index(uint64_t stream);
+  // The index of `value` in `table`, appending it if new (a hash index once the table is long).
+  static uint16_t intern(std::vector<uint64_t>& table, std::unordered_map<uint64_t, uint16_t, util::Hasher>& ids,
+                         uint64_t value, const char* what);
 
   // Columns grow by realloc (mremap when large): no copy, no second peak.
-  util::PodBuffer<uint64_t> addr_;
+  util::PodBuffer<uint32_t> addr_lo_;
+  util::LazyColumn<uint16_t> addr_hi_;  // index into addr_high_
   util::PodBuffer<uint32_t> size_;
   util::PodBuffer<int32_t> time_;
-  util::PodBuffer<uint32_t> stack_;
+  util::LazyColumn<uint32_t> stack_;
   util::PodBuffer<Action> action_;
-  util::PodBuffer<uint16_t> stream_;
+  util::LazyColumn<uint16_t> stream_;
   std::vector<int64_t> time_base_;                                    // per block of 2^kBlockShift events
   std::vector<std::pair<uint64_t, uint64_t>> big_sizes_, big_times_;  // (event index, value), by index
-  std::vector<uint64_t> streams_;
-  std::unordered_map<uint64_t, uint16_t, util::Hasher> stream_ids_;
+  std::vector<uint64_t> streams_, addr_high_;
+  std::unordered_map<uint64_t, uint16_t, util::Hasher> stream_ids_, addr_high_ids_;
 };
 
 struct Device {
