@@ -120,9 +120,59 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
   undo(start_live, start_segments_);
   starts_mid_run_ = !start_live.empty() || !start_segments_.empty();
   ranges_.reserve(start_live.size());
-  for (const LiveRange& r : start_live) ranges_.push_back(r);
+  start_info_.reserve(start_live.size());
+  for (const LiveRange& r : start_live) {
+    auto id = static_cast<uint32_t>(ranges_.size());
+    start_info_.push_back({r.addr, r.requested, r.stack});
+    ranges_.push_back(
+        Stored{0, kWindowStart, kNever, kNever, encode_size(id, r.size, r.size_exact, r.pending_at_start)});
+  }
   first_window_range_ = static_cast<uint32_t>(ranges_.size());
   sweep(options);
+}
+
+uint32_t Replay::encode_size(uint32_t id, uint64_t size, bool exact, bool pending) {
+  uint32_t units = kUnitsMask;
+  if (size % 512 == 0 && size / 512 < kUnitsMask) {
+    units = static_cast<uint32_t>(size / 512);
+  } else {
+    big_sizes_[id] = size;
+  }
+  return units | (exact ? kExactBit : 0) | (pending ? kPendingBit : 0);
+}
+
+uint64_t Replay::size_of(uint32_t id) const {
+  uint32_t units = ranges_[id].size_word & kUnitsMask;
+  if (units != kUnitsMask) return uint64_t{units} * 512;
+  const uint64_t* big = big_sizes_.find(id);
+  return big ? *big : 0;
+}
+
+uint64_t Replay::requested_of(uint32_t id) const {
+  return id < first_window_range_ ? start_info_[id].requested : device_.trace.size_at(ranges_[id].begin);
+}
+
+LiveRange Replay::range(uint32_t id) const {
+  const Stored& s = ranges_[id];
+  LiveRange r;
+  r.size = size_of(id);
+  r.allocated_before = s.allocated_before;
+  r.begin = s.begin;
+  r.freed = s.freed;
+  r.end = s.end;
+  r.size_exact = s.size_word & kExactBit;
+  r.pending_at_start = s.size_word & kPendingBit;
+  if (id < first_window_range_) {
+    r.addr = start_info_[id].addr;
+    r.requested = start_info_[id].requested;
+    r.stack = start_info_[id].stack;
+  } else {
+    const auto& t = device_.trace;
+    r.addr = t.addr_at(s.begin);
+    r.requested = t.size_at(s.begin);
+    r.stack = t.stack_at(s.begin);
+  }
+  return r;
 }
 
 // Backwards from the dump: what was live and reserved before the first event, and
@@ -302,7 +352,7 @@ void Replay::sweep(const ReplayOptions& options) {
   const uint32_t n = static_cast<uint32_t>(trace.size());
   SweepState s;
   for (uint32_t id = 0; id < ranges_.size(); ++id) {
-    const LiveRange& r = ranges_[id];
+    LiveRange r = range(id);
     s.live.try_emplace(r.addr, id);
     if (!r.size_exact) ++estimated_blocks_;
     if (!r.pending_at_start) {
@@ -351,44 +401,42 @@ void Replay::sweep(const ReplayOptions& options) {
 
 // The program freed the block (free_requested, or a free that completes at once),
 // and, when `completes`, the allocator took it back.
-void Replay::release(SweepState& s, LiveRange& r, uint32_t i, bool completes) {
-  if (r.freed == kNever && !r.pending_at_start) {
+void Replay::release(SweepState& s, uint32_t id, uint32_t i, bool completes) {
+  Stored& r = ranges_[id];
+  if (r.freed == kNever && !(r.size_word & kPendingBit)) {
     r.freed = i;
-    s.t.allocated -= r.size;
-    s.t.requested -= r.requested;
+    s.t.allocated -= size_of(id);
+    s.t.requested -= requested_of(id);
   }
   if (completes) {
     r.end = i;
-    s.t.active -= r.size;
+    s.t.active -= size_of(id);
   }
 }
 
 void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
   if (uint32_t* old = s.live.find(e.addr)) {
     note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
-    release(s, ranges_[*old], i, true);  // the old block is replaced
+    release(s, *old, i, true);  // the old block is replaced
     s.live.erase(e.addr);
   } else if (containing(s.segs, e.addr) == s.segs.end()) {
     note(i, "alloc at " + hex(e.addr) + " outside every segment");
   }
-  LiveRange r;
-  r.addr = e.addr;
-  if (const uint64_t* size = exact_size_.find(i)) {
-    r.size = *size;
+  auto id = static_cast<uint32_t>(ranges_.size());
+  uint64_t size;
+  bool exact = true;
+  if (const uint64_t* known = exact_size_.find(i)) {
+    size = *known;
   } else {
-    r.size = rules::round_size(e.size, ctx_.snap.settings);
-    r.size_exact = false;
+    size = rules::round_size(e.size, ctx_.snap.settings);
+    exact = false;
     ++estimated_blocks_;
   }
-  r.requested = e.size;
-  r.stack = e.stack;
-  r.begin = i;
-  r.allocated_before = s.t.allocated;
-  s.live.try_emplace(e.addr, static_cast<uint32_t>(ranges_.size()));
-  ranges_.push_back(r);
-  s.t.allocated += r.size;
-  s.t.active += r.size;
-  s.t.requested += r.requested;
+  s.live.try_emplace(e.addr, id);
+  ranges_.push_back(Stored{s.t.allocated, i, kNever, kNever, encode_size(id, size, exact, false)});
+  s.t.allocated += size;
+  s.t.active += size;
+  s.t.requested += e.size;
 }
 
 void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
@@ -399,7 +447,7 @@ void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
     return;
   }
   bool completes = e.action != Action::FreeRequested;
-  release(s, ranges_[*id], i, completes);
+  release(s, *id, i, completes);
   if (completes) s.live.erase(e.addr);
 }
 
@@ -428,7 +476,7 @@ void Replay::checkpoint(SweepState& s, uint32_t i) {
 
 std::optional<uint32_t> Replay::range_of_alloc(uint32_t event) const {
   auto first = ranges_.begin() + first_window_range_;
-  auto it = std::lower_bound(first, ranges_.end(), event, [](const LiveRange& r, uint32_t e) { return r.begin < e; });
+  auto it = std::lower_bound(first, ranges_.end(), event, [](const Stored& r, uint32_t e) { return r.begin < e; });
   if (it == ranges_.end() || it->begin != event) return std::nullopt;
   return static_cast<uint32_t>(it - ranges_.begin());
 }
@@ -438,20 +486,21 @@ ReplayedState Replay::state_after(uint32_t index) const {
   // Blocks: the nearest checkpoint at or before the event, then the ranges begun since.
   auto cp = std::upper_bound(checkpoints_.begin(), checkpoints_.end(), index,
                              [](uint32_t i, const Checkpoint& c) { return i < c.event; });
-  std::vector<const LiveRange*> live;
-  auto take = [&](const LiveRange& r) {
-    if (r.active_at(index)) live.push_back(&r);
+  std::vector<LiveRange> live;
+  auto take = [&](uint32_t id) {
+    LiveRange r = range(id);
+    if (r.active_at(index)) live.push_back(r);
   };
   uint32_t from = first_window_range_;
   if (cp == checkpoints_.begin()) {
-    for (uint32_t id = 0; id < first_window_range_; ++id) take(ranges_[id]);
+    for (uint32_t id = 0; id < first_window_range_; ++id) take(id);
   } else {
     --cp;
-    for (uint32_t id : cp->live) take(ranges_[id]);
+    for (uint32_t id : cp->live) take(id);
     from = cp->first_new_range;
   }
-  for (uint32_t id = from; id < ranges_.size() && ranges_[id].begin <= index; ++id) take(ranges_[id]);
-  std::sort(live.begin(), live.end(), [](const LiveRange* a, const LiveRange* b) { return a->addr < b->addr; });
+  for (uint32_t id = from; id < ranges_.size() && ranges_[id].begin <= index; ++id) take(id);
+  std::sort(live.begin(), live.end(), [](const LiveRange& a, const LiveRange& b) { return a.addr < b.addr; });
   // Segments: the window's start plus the segment events up to the event.
   SegMap segs = start_segments_;
   for (uint32_t i : segment_events_) {
@@ -459,15 +508,15 @@ ReplayedState Replay::state_after(uint32_t index) const {
     apply_segment_event(segs, device_.trace[i], nullptr);
   }
   out.device = to_device(segs, live, [index](const LiveRange& r) { return r.allocated_at(index); });
-  for (const LiveRange* r : live) {
-    out.totals.active += r->size;
-    if (r->allocated_at(index)) {
-      out.totals.allocated += r->size;
-      out.totals.requested += r->requested;
+  for (const LiveRange& r : live) {
+    out.totals.active += r.size;
+    if (r.allocated_at(index)) {
+      out.totals.allocated += r.size;
+      out.totals.requested += r.requested;
     }
-    if (!r->size_exact) {
+    if (!r.size_exact) {
       ++out.estimated_blocks;
-      out.size_uncertainty += size_slack(r->size);
+      out.size_uncertainty += size_slack(r.size);
     }
   }
   for (const auto& [addr, s] : segs) out.totals.reserved += s.end - addr;
@@ -476,19 +525,19 @@ ReplayedState Replay::state_after(uint32_t index) const {
 
 ReplayedState Replay::state_at_start() const {
   ReplayedState out;
-  std::vector<const LiveRange*> live;
-  for (uint32_t id = 0; id < first_window_range_; ++id) live.push_back(&ranges_[id]);  // sorted by address
+  std::vector<LiveRange> live;
+  for (uint32_t id = 0; id < first_window_range_; ++id) live.push_back(range(id));  // sorted by address
   out.device = to_device(start_segments_, live, [](const LiveRange& r) { return !r.pending_at_start; });
   out.totals = start_totals_;
-  for (const LiveRange* r : live)
-    if (!r->size_exact) {
+  for (const LiveRange& r : live)
+    if (!r.size_exact) {
       ++out.estimated_blocks;
-      out.size_uncertainty += size_slack(r->size);
+      out.size_uncertainty += size_slack(r.size);
     }
   return out;
 }
 
-snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<const LiveRange*>& blocks,
+snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<LiveRange>& blocks,
                                    const std::function<bool(const LiveRange&)>& allocated) const {
   snapshot::Device d;
   d.index = device_.index;
@@ -506,7 +555,7 @@ snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<const L
     s.stack = rs.stack;
     s.file_index = file_index++;
     s.first_block = static_cast<uint32_t>(d.blocks.size());
-    while (bi < blocks.size() && blocks[bi]->addr < start) ++bi;  // outside every segment
+    while (bi < blocks.size() && blocks[bi].addr < start) ++bi;  // outside every segment
     uint64_t cursor = start;
     auto gap = [&](uint64_t upto) {
       if (upto > cursor) {
@@ -518,8 +567,8 @@ snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<const L
         cursor = upto;
       }
     };
-    for (; bi < blocks.size() && blocks[bi]->addr < rs.end; ++bi) {
-      const LiveRange& r = *blocks[bi];
+    for (; bi < blocks.size() && blocks[bi].addr < rs.end; ++bi) {
+      const LiveRange& r = blocks[bi];
       if (r.addr < cursor) continue;  // overlaps an estimated neighbour: keep the first
       gap(r.addr);
       snapshot::Block b;

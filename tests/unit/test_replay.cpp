@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "memsnap/analysis/accounting.hpp"
+#include "memsnap/analysis/allocator_rules.hpp"
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
@@ -119,4 +120,54 @@ TEST_CASE("checkpoints every few events rebuild every state the sweep saw") {
     auto l = snapshot::load_snapshot(test::testdata(std::string("snapgen/") + name + ".pickle").string());
     for (size_t every : {1, 7, 64}) check_ends_at_dump(l.snapshot, l.snapshot.devices[0], true, every);
   }
+}
+
+// The replay stores sizes in 512-byte units; others (a dumped block of an odd size, a
+// block of 1 TiB) go to a side table. Every range reads back the size it was given.
+TEST_CASE("ranges keep sizes that are not 512-byte multiples or are very large") {
+  const uint64_t base = 0x7f0000000000ull, tib = 1ull << 40;
+  snapshot::Snapshot s;
+  s.devices.emplace_back();
+  snapshot::Device& d = s.devices.back();
+  snapshot::Segment sg;
+  sg.address = base, sg.total_size = 3 * tib, sg.pool = snapshot::Pool::Large;
+  // Dumped: an odd-sized block live since before the window, a 1 TiB block allocated in it.
+  d.blocks.push_back({base, 1000, 1000, {}, snapshot::BlockState::ActiveAllocated});
+  d.blocks.push_back({base + 1000, tib - 1000, 0, {}, snapshot::BlockState::Inactive});
+  d.blocks.push_back({base + tib, tib, tib - 5, {}, snapshot::BlockState::ActiveAllocated});
+  d.blocks.push_back({base + 2 * tib, tib, 0, {}, snapshot::BlockState::Inactive});
+  sg.block_count = static_cast<uint32_t>(d.blocks.size());
+  d.segments.push_back(sg);
+  auto ev = [](snapshot::Action a, uint64_t addr, uint64_t size) {
+    snapshot::TraceEvent e;
+    e.action = a, e.addr = addr, e.size = size;
+    return e;
+  };
+  using snapshot::Action;
+  d.trace.push_back(ev(Action::Alloc, base + 2 * tib, 3 * tib / 4));  // freed in the window: estimated
+  d.trace.push_back(ev(Action::FreeRequested, base + 2 * tib, 3 * tib / 4));
+  d.trace.push_back(ev(Action::FreeCompleted, base + 2 * tib, 3 * tib / 4));
+  d.trace.push_back(ev(Action::Alloc, base + tib, tib - 5));
+  analysis::Context ctx(s);
+  analysis::Replay r(ctx, d);
+  CHECK(r.consistent());
+  const auto& ranges = r.ranges();
+  REQUIRE(ranges.size() == 3);
+  CHECK(ranges[0].begin == analysis::kWindowStart);
+  CHECK(ranges[0].addr == base);
+  CHECK(ranges[0].size == 1000);
+  CHECK(ranges[0].requested == 1000);
+  CHECK(ranges[0].size_exact);
+  CHECK(ranges[1].begin == 0);
+  CHECK(ranges[1].size == analysis::rules::round_size(3 * tib / 4, s.settings));
+  CHECK_FALSE(ranges[1].size_exact);
+  CHECK(ranges[1].freed == 1);
+  CHECK(ranges[1].end == 2);
+  CHECK(ranges[2].begin == 3);
+  CHECK(ranges[2].addr == base + tib);
+  CHECK(ranges[2].size == tib);
+  CHECK(ranges[2].requested == tib - 5);
+  CHECK(ranges[2].size_exact);
+  CHECK(ranges[2].allocated_before == 1000);
+  CHECK(r.state_after(3).totals.allocated == 1000 + tib);
 }

@@ -46,6 +46,7 @@
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/snapshot/model.hpp"
 #include "memsnap/util/flat_map.hpp"
+#include "memsnap/util/index_iterator.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::analysis {
@@ -62,7 +63,9 @@ inline constexpr uint32_t kWindowStart = 0xFFFFFFFFu;
 /// An event index meaning "not in the window" (never freed before the dump).
 inline constexpr uint32_t kNever = 0xFFFFFFFEu;
 
-/// One block's life in the window.
+/// One block's life in the window. The replay stores 24 bytes a range and builds
+/// this on each read (Replay::ranges()): a range's address, request and stack are
+/// its alloc event's, read from the trace.
 struct LiveRange {
   uint64_t addr = 0;
   uint64_t size = 0;
@@ -107,9 +110,30 @@ struct ReplayedState {
   Totals totals;
 };
 
+class Replay;
+
+/// The ranges of a replay, read by value: `ranges[i]`, range-for and std algorithms
+/// work as on a vector of LiveRange.
+class RangeView {
+ public:
+  using value_type = LiveRange;
+  using Iterator = util::IndexIterator<RangeView, LiveRange>;
+  explicit RangeView(const Replay* r) : r_(r) {}
+  size_t size() const;
+  bool empty() const { return size() == 0; }
+  LiveRange operator[](size_t i) const;
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, size()); }
+
+ private:
+  const Replay* r_;
+};
+
 class Replay {
  public:
   Replay(const Context& ctx, const snapshot::Device& device, const ReplayOptions& options = {});
+  Replay(const Replay&) = delete;  // ranges() refers to this object
+  Replay& operator=(const Replay&) = delete;
 
   const snapshot::Device& device() const { return device_; }
   size_t events() const { return device_.trace.size(); }
@@ -123,7 +147,9 @@ class Replay {
   const Totals& start_totals() const { return start_totals_; }
   /// Every block live at some point of the window; those live at the start first,
   /// then by alloc event.
-  std::span<const LiveRange> ranges() const { return {ranges_.data(), ranges_.size()}; }
+  const RangeView& ranges() const { return view_; }
+  /// Range `id` (id < ranges().size()).
+  LiveRange range(uint32_t id) const;
   /// Index into ranges() of the block allocated by alloc event `i`, or nullopt.
   std::optional<uint32_t> range_of_alloc(uint32_t event) const;
 
@@ -145,6 +171,8 @@ class Replay {
   uint64_t size_slack(uint64_t rounded) const;
 
  private:
+  friend class RangeView;
+  size_t ranges_size() const { return ranges_.size(); }
   struct Seg {
     uint64_t end = 0;  // one past the last byte
     uint64_t stream = 0;
@@ -155,6 +183,27 @@ class Replay {
   };
   using SegMap = std::map<uint64_t, Seg>;
 
+  // A range as stored: 24 bytes instead of LiveRange's 56.
+  struct Stored {
+    uint64_t allocated_before = 0;
+    uint32_t begin = kWindowStart;
+    uint32_t freed = kNever;
+    uint32_t end = kNever;
+    uint32_t size_word = 0;  // see encode_size
+  };
+  // What a range live at the window's start has no alloc event to read from.
+  struct StartInfo {
+    uint64_t addr = 0;
+    uint64_t requested = 0;
+    snapshot::StackId stack;
+  };
+  static constexpr uint32_t kExactBit = 1u << 30;
+  static constexpr uint32_t kPendingBit = 1u << 31;
+  static constexpr uint32_t kUnitsMask = kExactBit - 1;  // size / 512, or kUnitsMask: in big_sizes_
+  uint32_t encode_size(uint32_t id, uint64_t size, bool exact, bool pending);
+  uint64_t size_of(uint32_t id) const;
+  uint64_t requested_of(uint32_t id) const;
+
   struct SweepState;
   void undo(std::vector<LiveRange>& start_live, SegMap& segs);
   void undo_block_event(FlatMap64<LiveRange>& live, const snapshot::TraceEvent& e, uint32_t i);
@@ -162,7 +211,7 @@ class Replay {
   void sweep(const ReplayOptions& options);
   void sweep_alloc(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void sweep_free(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
-  void release(SweepState& s, LiveRange& r, uint32_t i, bool completes);
+  void release(SweepState& s, uint32_t id, uint32_t i, bool completes);
   void record(const SweepState& s, const snapshot::TraceEvent& e, uint32_t i, const ReplayOptions& options);
   void checkpoint(SweepState& s, uint32_t i);
   /// Applies one segment event; returns the change in reserved bytes and, when the
@@ -170,7 +219,7 @@ class Replay {
   int64_t apply_segment_event(SegMap& segs, const snapshot::TraceEvent& e, std::string* problem) const;
   snapshot::Pool guess_pool(uint64_t addr, uint64_t size, uint64_t stream, bool expandable) const;
   void note(uint32_t event, std::string what);
-  snapshot::Device to_device(const SegMap& segs, const std::vector<const LiveRange*>& live,
+  snapshot::Device to_device(const SegMap& segs, const std::vector<LiveRange>& live,
                              const std::function<bool(const LiveRange&)>& allocated) const;
 
   const Context& ctx_;
@@ -187,8 +236,11 @@ class Replay {
   uint64_t estimated_blocks_ = 0;
   Totals start_totals_;
   SegMap start_segments_;
-  util::PodBuffer<LiveRange> ranges_;     // huge pages, no regrowth copy
-  uint32_t first_window_range_ = 0;       // ranges_[first_window_range_..] began in the window, by begin
+  util::PodBuffer<Stored> ranges_;     // huge pages, no regrowth copy
+  std::vector<StartInfo> start_info_;  // for ranges_[0..first_window_range_)
+  FlatMap64<uint64_t> big_sizes_;      // range id -> size, for sizes encode_size cannot hold
+  uint32_t first_window_range_ = 0;    // ranges_[first_window_range_..] began in the window, by begin
+  RangeView view_{this};
   std::vector<uint32_t> segment_events_;  // indices of segment events, in order
   struct Checkpoint {
     uint32_t event = 0;            // state after this event
@@ -200,5 +252,12 @@ class Replay {
   std::vector<TotalsAt> ooms_;
   std::vector<uint64_t> series_allocated_, series_active_, series_reserved_;
 };
+
+inline size_t RangeView::size() const {
+  return r_->ranges_size();
+}
+inline LiveRange RangeView::operator[](size_t i) const {
+  return r_->range(static_cast<uint32_t>(i));
+}
 
 }  // namespace memsnap::analysis

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "memsnap/util/hash.hpp"
+#include "memsnap/util/index_iterator.hpp"
 #include "memsnap/util/lazy_column.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 
@@ -173,48 +174,7 @@ struct TraceEvent {
 /// event cannot be changed in place.
 class Trace {
  public:
-  class Iterator {
-   public:
-    using iterator_category = std::random_access_iterator_tag;
-    using value_type = TraceEvent;
-    using difference_type = std::ptrdiff_t;
-    using reference = TraceEvent;
-    struct Arrow {
-      TraceEvent e;
-      const TraceEvent* operator->() const { return &e; }
-    };
-    using pointer = Arrow;
-
-    Iterator() = default;
-    Iterator(const Trace* t, size_t i) : t_(t), i_(i) {}
-    TraceEvent operator*() const { return (*t_)[i_]; }
-    Arrow operator->() const { return Arrow{(*t_)[i_]}; }
-    TraceEvent operator[](difference_type n) const { return (*t_)[i_ + static_cast<size_t>(n)]; }
-    Iterator& operator++() { return ++i_, *this; }
-    Iterator operator++(int) {
-      Iterator o = *this;
-      ++i_;
-      return o;
-    }
-    Iterator& operator--() { return --i_, *this; }
-    Iterator operator--(int) {
-      Iterator o = *this;
-      --i_;
-      return o;
-    }
-    Iterator& operator+=(difference_type n) { return i_ += static_cast<size_t>(n), *this; }
-    Iterator& operator-=(difference_type n) { return i_ -= static_cast<size_t>(n), *this; }
-    friend Iterator operator+(Iterator a, difference_type n) { return a += n; }
-    friend Iterator operator+(difference_type n, Iterator a) { return a += n; }
-    friend Iterator operator-(Iterator a, difference_type n) { return a -= n; }
-    friend difference_type operator-(Iterator a, Iterator b) { return static_cast<difference_type>(a.i_ - b.i_); }
-    friend bool operator==(Iterator a, Iterator b) { return a.i_ == b.i_; }
-    friend auto operator<=>(Iterator a, Iterator b) { return a.i_ <=> b.i_; }
-
-   private:
-    const Trace* t_ = nullptr;
-    size_t i_ = 0;
-  };
+  using Iterator = util::IndexIterator<Trace, TraceEvent>;
   using value_type = TraceEvent;
   using const_iterator = Iterator;
   using iterator = Iterator;
