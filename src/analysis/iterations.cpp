@@ -28,18 +28,20 @@ T median(std::vector<T> v) {
 struct Alloc {
   uint32_t event;
   uint32_t range;
-  uint64_t symbol;  // the stack, or the size for allocations without one
+  uint32_t symbol;  // numbers the stack, or the size for allocations without one, in order of first use
 };
 
 std::vector<Alloc> window_allocs(const Replay& replay) {
   std::vector<Alloc> out;
   const auto& ranges = replay.ranges();
   out.reserve(ranges.size());
+  FlatMap64<uint32_t> symbols;
   for (uint32_t id = 0; id < ranges.size(); ++id) {
     const LiveRange& r = ranges[id];
     if (r.begin == kWindowStart) continue;
-    uint64_t symbol = r.stack.v != 0 ? r.stack.v : (uint64_t{1} << 63) | r.requested;
-    out.push_back({r.begin, id, symbol});
+    uint64_t key = r.stack.v != 0 ? r.stack.v : (uint64_t{1} << 63) | r.requested;
+    auto [symbol, added] = symbols.try_emplace(key, static_cast<uint32_t>(symbols.size()));
+    out.push_back({r.begin, id, *symbol});
   }
   return out;
 }
@@ -51,14 +53,11 @@ std::vector<Alloc> window_allocs(const Replay& replay) {
 // `analyze`'s time on such a file (perf: memmove and page faults in detect_repeat).
 class Occurrences {
  public:
-  explicit Occurrences(const std::vector<Alloc>& allocs) : sym_of_(allocs.size()) {
-    FlatMap64<uint32_t> index;
+  explicit Occurrences(const std::vector<Alloc>& allocs) : allocs_(allocs) {
     std::vector<uint32_t> count;
-    for (size_t i = 0; i < allocs.size(); ++i) {
-      auto [slot, added] = index.try_emplace(allocs[i].symbol, static_cast<uint32_t>(count.size()));
-      if (added) count.push_back(0);
-      sym_of_[i] = *slot;
-      ++count[*slot];
+    for (const Alloc& a : allocs) {
+      if (a.symbol >= count.size()) count.resize(a.symbol + 1, 0);
+      ++count[a.symbol];
     }
     start_.resize(count.size() + 1, 0);
     for (size_t k = 0; k < count.size(); ++k) start_[k + 1] = start_[k] + count[k];
@@ -66,7 +65,7 @@ class Occurrences {
     rank_.resize(allocs.size());
     std::vector<uint32_t> fill(start_.begin(), start_.end() - 1);
     for (size_t i = 0; i < allocs.size(); ++i) {
-      uint32_t k = sym_of_[i];
+      uint32_t k = allocs[i].symbol;
       rank_[i] = fill[k] - start_[k];
       pos_[fill[k]++] = static_cast<uint32_t>(i);
     }
@@ -75,7 +74,7 @@ class Occurrences {
   /// The allocation indices of symbol k, ascending.
   std::span<const uint32_t> of(size_t k) const { return {pos_.data() + start_[k], start_[k + 1] - start_[k]}; }
   /// Those of the symbol of allocation i.
-  std::span<const uint32_t> of_alloc(size_t i) const { return of(sym_of_[i]); }
+  std::span<const uint32_t> of_alloc(size_t i) const { return of(allocs_[i].symbol); }
   /// The first allocation of i's symbol at or after index `target` (> i), or nullopt.
   /// Gallops forward from i's own place in the list: the answer is usually a few
   /// entries on, so this costs the log of that distance, not of the list's length
@@ -97,8 +96,8 @@ class Occurrences {
   }
 
  private:
-  std::vector<uint32_t> sym_of_;  // per allocation: its symbol's index
-  std::vector<uint32_t> start_;   // per symbol: where its indices begin in pos_
+  const std::vector<Alloc>& allocs_;
+  std::vector<uint32_t> start_;  // per symbol: where its indices begin in pos_
   std::vector<uint32_t> pos_;
   std::vector<uint32_t> rank_;  // per allocation: its place in its symbol's list
 };

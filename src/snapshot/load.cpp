@@ -41,6 +41,7 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
     out.input.pickle_protocol = info.protocol;
     out.snapshot = build_snapshot(g, build);
   }
+  for (auto& d : out.snapshot.devices) d.trace.trim();  // the model is complete: no more growth
   budget.set(util::Account::Parse, 0);
   return out;
 }

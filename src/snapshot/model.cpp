@@ -138,6 +138,16 @@ void Trace::reserve(size_t n) {
   stream_.reserve(n);
 }
 
+void Trace::trim() {
+  addr_lo_.trim();
+  addr_hi_.trim();
+  size_.trim();
+  time_.trim();
+  stack_.trim();
+  action_.trim();
+  stream_.trim();
+}
+
 void Trace::clear() {
   *this = Trace();
 }

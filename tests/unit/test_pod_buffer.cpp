@@ -55,6 +55,11 @@ void check_growth(size_t n) {
   bad = 0;
   for (size_t i = 0; i < n; ++i) bad += !same(copy[i], make<T>(i));
   CHECK(bad == 0);
+  copy.trim();  // the pages past the end go; the elements stay, and growth still works
+  for (size_t i = n; i < n + n / 2 + 3; ++i) copy.push_back(make<T>(i));
+  bad = 0;
+  for (size_t i = 0; i < copy.size(); ++i) bad += !same(copy[i], make<T>(i));
+  CHECK(bad == 0);
 }
 
 }  // namespace

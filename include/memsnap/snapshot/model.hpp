@@ -225,6 +225,8 @@ class Trace {
   void push_back(const TraceEvent& e);
   void reserve(size_t n);
   void clear();
+  /// Gives back the memory reserved for growth beyond the last event (see PodBuffer::trim).
+  void trim();
   /// Bytes the columns and side tables hold.
   size_t memory_bytes() const;
   /// Replaces every event's stack id s by f(s) (a builder that renumbers its stacks).

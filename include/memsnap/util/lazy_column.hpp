@@ -58,6 +58,7 @@ class LazyColumn {
   void reserve(size_t n) {
     if (dense_) v_.reserve(n);
   }
+  void trim() { v_.trim(); }
   size_t memory_bytes() const { return v_.capacity() * sizeof(T); }
 
  private:
