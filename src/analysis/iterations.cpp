@@ -24,27 +24,37 @@ T median(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
-/// The allocations of the window, in event order (ranges that began in it).
-struct Alloc {
-  uint32_t event;
-  uint32_t range;
-  uint32_t symbol;  // numbers the stack, or the size for allocations without one, in order of first use
-};
-
-std::vector<Alloc> window_allocs(const Replay& replay) {
-  std::vector<Alloc> out;
-  const auto& ranges = replay.ranges();
-  out.reserve(ranges.size());
-  FlatMap64<uint32_t> symbols;
-  for (uint32_t id = 0; id < ranges.size(); ++id) {
-    const LiveRange& r = ranges[id];
-    if (r.begin == kWindowStart) continue;
-    uint64_t key = r.stack.v != 0 ? r.stack.v : (uint64_t{1} << 63) | r.requested;
-    auto [symbol, added] = symbols.try_emplace(key, static_cast<uint32_t>(symbols.size()));
-    out.push_back({r.begin, id, *symbol});
+/// The allocations of the window, in event order: the ranges that began in it (the
+/// replay's last ones, in the same order), each with a symbol numbering its stack, or
+/// its size for allocations without one, in order of first use. Four bytes each; the
+/// event is read from the replay.
+class Allocs {
+ public:
+  explicit Allocs(const Replay& replay) : replay_(replay) {
+    const auto& ranges = replay.ranges();
+    FlatMap64<uint32_t> symbols;
+    for (uint32_t id = 0; id < ranges.size(); ++id) {
+      const LiveRange& r = ranges[id];
+      if (r.begin == kWindowStart) {
+        first_ = id + 1;
+        continue;
+      }
+      uint64_t key = r.stack.v != 0 ? r.stack.v : (uint64_t{1} << 63) | r.requested;
+      auto [symbol, added] = symbols.try_emplace(key, static_cast<uint32_t>(symbols.size()));
+      symbol_.push_back(*symbol);
+    }
   }
-  return out;
-}
+  size_t size() const { return symbol_.size(); }
+  uint32_t symbol(size_t j) const { return symbol_[j]; }
+  uint32_t range(size_t j) const { return first_ + static_cast<uint32_t>(j); }
+  uint32_t event(size_t j) const { return replay_.begin_of(range(j)); }
+  std::span<const uint32_t> symbols() const { return symbol_; }
+
+ private:
+  const Replay& replay_;
+  uint32_t first_ = 0;
+  std::vector<uint32_t> symbol_;
+};
 
 // Where each symbol is allocated: allocation indices grouped by symbol (in order of
 // first use), ascending within a symbol, in one array. Built in two linear passes
@@ -53,11 +63,11 @@ std::vector<Alloc> window_allocs(const Replay& replay) {
 // `analyze`'s time on such a file (perf: memmove and page faults in detect_repeat).
 class Occurrences {
  public:
-  explicit Occurrences(const std::vector<Alloc>& allocs) : allocs_(allocs) {
+  explicit Occurrences(const Allocs& allocs) : allocs_(allocs) {
     std::vector<uint32_t> count;
-    for (const Alloc& a : allocs) {
-      if (a.symbol >= count.size()) count.resize(a.symbol + 1, 0);
-      ++count[a.symbol];
+    for (uint32_t k : allocs.symbols()) {
+      if (k >= count.size()) count.resize(k + 1, 0);
+      ++count[k];
     }
     start_.resize(count.size() + 1, 0);
     for (size_t k = 0; k < count.size(); ++k) start_[k + 1] = start_[k] + count[k];
@@ -65,7 +75,7 @@ class Occurrences {
     rank_.resize(allocs.size());
     std::vector<uint32_t> fill(start_.begin(), start_.end() - 1);
     for (size_t i = 0; i < allocs.size(); ++i) {
-      uint32_t k = allocs[i].symbol;
+      uint32_t k = allocs.symbol(i);
       rank_[i] = fill[k] - start_[k];
       pos_[fill[k]++] = static_cast<uint32_t>(i);
     }
@@ -74,7 +84,7 @@ class Occurrences {
   /// The allocation indices of symbol k, ascending.
   std::span<const uint32_t> of(size_t k) const { return {pos_.data() + start_[k], start_[k + 1] - start_[k]}; }
   /// Those of the symbol of allocation i.
-  std::span<const uint32_t> of_alloc(size_t i) const { return of(allocs_[i].symbol); }
+  std::span<const uint32_t> of_alloc(size_t i) const { return of(allocs_.symbol(i)); }
   /// The first allocation of i's symbol at or after index `target` (> i), or nullopt.
   /// Gallops forward from i's own place in the list: the answer is usually a few
   /// entries on, so this costs the log of that distance, not of the list's length
@@ -96,7 +106,7 @@ class Occurrences {
   }
 
  private:
-  const std::vector<Alloc>& allocs_;
+  const Allocs& allocs_;
   std::vector<uint32_t> start_;  // per symbol: where its indices begin in pos_
   std::vector<uint32_t> pos_;
   std::vector<uint32_t> rank_;  // per allocation: its place in its symbol's list
@@ -112,7 +122,7 @@ struct Periodicity {
   size_t steady_from = 0;  // allocation index where the periodic part starts
 };
 
-Periodicity periodicity(const std::vector<Alloc>& a, const Occurrences& occurrences, size_t p) {
+Periodicity periodicity(const Allocs& a, const Occurrences& occurrences, size_t p) {
   size_t n = a.size();
   Periodicity out;
   if (n < 3 * p) return out;
@@ -185,8 +195,8 @@ std::vector<size_t> candidate_periods(const Occurrences& occurrences, size_t n) 
 // slightly different length), the one met when memory is lowest: the start of a
 // step, after the previous one freed its activations. Judged on the steady part;
 // the anchor's earlier occurrences still open repetitions.
-std::vector<uint32_t> anchor_boundaries(const std::vector<Alloc>& allocs, const Occurrences& occurrences,
-                                        const Replay& replay, const Repeat& rep) {
+std::vector<uint32_t> anchor_boundaries(const Allocs& allocs, const Occurrences& occurrences, const Replay& replay,
+                                        const Repeat& rep) {
   const auto& ranges = replay.ranges();
   const size_t n = allocs.size();
   double expected = double(n - rep.steady_from) / double(rep.period);
@@ -204,13 +214,13 @@ std::vector<uint32_t> anchor_boundaries(const std::vector<Alloc>& allocs, const 
     }
     if (regular * 10 < (count - 1) * 9) continue;
     double mean = 0;
-    for (size_t i : occ) mean += double(ranges[allocs[i].range].allocated_before);
+    for (size_t i : occ) mean += double(ranges[allocs.range(i)].allocated_before);
     mean /= double(occ.size());
     if (!anchor || mean < lowest || (mean == lowest && occ.front() < anchor->front())) anchor = occ, lowest = mean;
   }
   std::vector<uint32_t> out;
   if (anchor) {
-    for (size_t i : *anchor) out.push_back(allocs[i].event);
+    for (size_t i : *anchor) out.push_back(allocs.event(i));
     return out;
   }
   // No such stack: the phase of the period where memory is lowest on average.
@@ -219,15 +229,15 @@ std::vector<uint32_t> anchor_boundaries(const std::vector<Alloc>& allocs, const 
   for (size_t ph = rep.steady_from; ph < rep.steady_from + rep.period; ++ph) {
     double sum = 0;
     size_t k = 0;
-    for (size_t i = ph; i < n; i += rep.period, ++k) sum += double(ranges[allocs[i].range].allocated_before);
+    for (size_t i = ph; i < n; i += rep.period, ++k) sum += double(ranges[allocs.range(i)].allocated_before);
     if (low < 0 || sum / double(k) < low) low = sum / double(k), phase = ph;
   }
-  for (size_t i = phase; i < n; i += rep.period) out.push_back(allocs[i].event);
+  for (size_t i = phase; i < n; i += rep.period) out.push_back(allocs.event(i));
   return out;
 }
 
 // The repeating allocation sequence, or nullopt (with the reason in `it`).
-std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Replay& replay, Iterations& it) {
+std::optional<Repeat> detect_repeat(const Allocs& allocs, const Replay& replay, Iterations& it) {
   size_t n = allocs.size();
   if (n < 8) {
     it.reason = NoIterations::TooFewAllocations;
@@ -264,23 +274,32 @@ std::optional<Repeat> detect_repeat(const std::vector<Alloc>& allocs, const Repl
 }
 
 // The allocations between two boundaries: [lo, hi) indices into allocs.
-std::pair<size_t, size_t> unit(const std::vector<Alloc>& allocs, uint32_t from, uint32_t to) {
-  auto lo =
-      std::lower_bound(allocs.begin(), allocs.end(), from, [](const Alloc& a, uint32_t e) { return a.event < e; });
-  auto hi = std::lower_bound(lo, allocs.end(), to, [](const Alloc& a, uint32_t e) { return a.event < e; });
-  return {size_t(lo - allocs.begin()), size_t(hi - allocs.begin())};
+std::pair<size_t, size_t> unit(const Allocs& allocs, uint32_t from, uint32_t to) {
+  auto first_at = [&](size_t begin, uint32_t e) {  // allocs' events ascend
+    size_t lo = begin, hi = allocs.size();
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (allocs.event(mid) < e)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  };
+  size_t lo = first_at(0, from);
+  return {lo, first_at(lo, to)};
 }
 
 // The median share of a repetition's requested bytes still allocated when the next
 // one starts: a training step frees most of what it allocates; the layers of one
 // forward pass keep their activations for backward.
-double kept_share(const std::vector<Alloc>& allocs, const Replay& replay, const std::vector<uint32_t>& b) {
+double kept_share(const Allocs& allocs, const Replay& replay, const std::vector<uint32_t>& b) {
   std::vector<double> shares;
   for (size_t k = 0; k + 1 < b.size(); ++k) {
     auto [lo, hi] = unit(allocs, b[k], b[k + 1]);
     uint64_t total = 0, kept = 0;
     for (size_t j = lo; j < hi; ++j) {
-      const LiveRange& r = replay.ranges()[allocs[j].range];
+      const LiveRange& r = replay.ranges()[allocs.range(j)];
       total += r.requested;
       if (r.freed == kNever || r.freed >= b[k + 1]) kept += r.requested;
     }
@@ -292,14 +311,14 @@ double kept_share(const std::vector<Alloc>& allocs, const Replay& replay, const 
 // The frames every repetition runs inside: per depth from the outermost, the
 // Python frame (user or torch) that 97% of the repetitions' allocations share.
 // Stacks without Python frames (the autograd engine's threads) do not vote.
-std::vector<snapshot::FrameId> common_chain(const Context& ctx, const std::vector<Alloc>& allocs, size_t lo, size_t hi,
+std::vector<snapshot::FrameId> common_chain(const Context& ctx, const Allocs& allocs, size_t lo, size_t hi,
                                             const Replay& replay) {
   const auto& snap = ctx.snap;
   std::unordered_map<uint32_t, std::vector<snapshot::FrameId>, util::Hasher> chains;  // per stack, outermost first
   std::vector<const std::vector<snapshot::FrameId>*> voters;
   size_t step = std::max<size_t>(1, (hi - lo) / 4096);
   for (size_t j = lo; j < hi; j += step) {
-    StackId st = replay.ranges()[allocs[j].range].stack;
+    StackId st = replay.ranges()[allocs.range(j)].stack;
     auto [it, inserted] = chains.try_emplace(st.v);
     if (inserted) {
       for (auto f : snap.stacks[st]) {
@@ -405,7 +424,7 @@ void marker_boundaries(const Context& ctx, const snapshot::Device& d, const std:
 // What the repetitions are, whatever they turn out to be: count, size, the bytes
 // they keep, whether the trace does backward work, and the frames they all run in
 // (the innermost user frame among them is the loop's line).
-Structure describe(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay, const Repeat& rep,
+Structure describe(const Context& ctx, const Allocs& allocs, const Replay& replay, const Repeat& rep,
                    std::vector<snapshot::FrameId>& chain) {
   const auto& b = rep.boundaries;
   const auto& ranges = replay.ranges();
@@ -414,10 +433,11 @@ Structure describe(const Context& ctx, const std::vector<Alloc>& allocs, const R
   s.period_allocations = rep.period;
   s.first_event = b.front();
   s.last_event = static_cast<uint32_t>(replay.events() - 1);
-  for (const auto& a : allocs) s.backward_seen = s.backward_seen || ctx.sites.traits(ranges[a.range].stack).backward;
+  for (size_t j = 0; j < allocs.size(); ++j)
+    s.backward_seen = s.backward_seen || ctx.sites.traits(ranges[allocs.range(j)].stack).backward;
   auto [lo, hi] = unit(allocs, b.front(), UINT32_MAX);
   for (size_t j = lo; j < hi; ++j) {
-    const LiveRange& r = ranges[allocs[j].range];
+    const LiveRange& r = ranges[allocs.range(j)];
     if (r.freed == kNever) s.kept_bytes += r.size;
   }
   // Over the complete repetitions: the tail after the last boundary may hold other work.
@@ -430,8 +450,8 @@ Structure describe(const Context& ctx, const std::vector<Alloc>& allocs, const R
 // Backward work in nearly every repetition, and the optimizer at work in the
 // repeating part (its allocations, or frees whose frames are its: zero_grad and
 // in-place steps allocate nothing).
-bool training_evidence(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay,
-                       const std::vector<uint32_t>& b, bool& optimizer) {
+bool training_evidence(const Context& ctx, const Allocs& allocs, const Replay& replay, const std::vector<uint32_t>& b,
+                       bool& optimizer) {
   const auto& ranges = replay.ranges();
   size_t with_backward = 0;
   optimizer = false;
@@ -439,7 +459,7 @@ bool training_evidence(const Context& ctx, const std::vector<Alloc>& allocs, con
     auto [ulo, uhi] = unit(allocs, b[k], k + 1 < b.size() ? b[k + 1] : UINT32_MAX);
     bool backward = false;
     for (size_t j = ulo; j < uhi; ++j) {
-      const StackTraits& t = ctx.sites.traits(ranges[allocs[j].range].stack);
+      const StackTraits& t = ctx.sites.traits(ranges[allocs.range(j)].stack);
       backward = backward || t.backward;
       optimizer = optimizer || t.optimizer;
     }
@@ -465,22 +485,22 @@ bool inside_one_module(const Context& ctx, const std::vector<snapshot::FrameId>&
 
 // What follows the last boundary is one repetition, or the start of another, never
 // an epilogue of other work: the repetitions run to the end of the trace.
-bool spans_the_trace(const std::vector<Alloc>& allocs, const Repeat& rep) {
+bool spans_the_trace(const Allocs& allocs, const Repeat& rep) {
   size_t hi = allocs.size();
   size_t tail_start = unit(allocs, rep.boundaries.back(), UINT32_MAX).first;
   size_t tail = hi - tail_start;
   size_t matched = 0, judged = 0;
   for (size_t j = tail_start; j < hi && j >= rep.period; ++j) {
     ++judged;
-    matched += allocs[j].symbol == allocs[j - rep.period].symbol;
+    matched += allocs.symbol(j) == allocs.symbol(j - rep.period);
   }
   return tail <= rep.period + rep.period / 2 && judged > 0 && matched * 10 >= judged * 8;
 }
 
 // Whether the repetitions are whole steps (see the header); fills the reason and
 // the structure when they are not.
-bool judge_repeat(const Context& ctx, const std::vector<Alloc>& allocs, const Replay& replay, const Repeat& rep,
-                  Iterations& it, std::optional<Structure>& structure) {
+bool judge_repeat(const Context& ctx, const Allocs& allocs, const Replay& replay, const Repeat& rep, Iterations& it,
+                  std::optional<Structure>& structure) {
   const auto& b = rep.boundaries;
   std::vector<snapshot::FrameId> chain;
   Structure s = describe(ctx, allocs, replay, rep, chain);
@@ -545,7 +565,7 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
     it.reason = NoIterations::NoTrace;
     return result;
   }
-  std::vector<Alloc> allocs = window_allocs(replay);
+  Allocs allocs(replay);
   it.allocations = allocs.size();
   it.reason = NoIterations::Claimed;
   if (!options.marker.empty()) {

@@ -125,7 +125,7 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
     auto id = static_cast<uint32_t>(ranges_.size());
     start_info_.push_back({r.addr, r.requested, r.stack});
     ranges_.push_back(
-        Stored{0, kWindowStart, kNever, kNever, encode_size(id, r.size, r.size_exact, r.pending_at_start)});
+        Stored{kWindowStart, kNever, kNever, encode_size(id, r.size, r.size_exact, r.pending_at_start), 0});
   }
   first_window_range_ = static_cast<uint32_t>(ranges_.size());
   sweep(options);
@@ -140,6 +140,13 @@ uint32_t Replay::encode_size(uint32_t id, uint64_t size, bool exact, bool pendin
     big_sizes_[id] = size;
   }
   return units | (exact ? kExactBit : 0) | (pending ? kPendingBit : 0);
+}
+
+uint32_t Replay::encode_before(uint32_t id, uint64_t allocated_before) {
+  if (allocated_before % 512 == 0 && allocated_before / 512 < kBigBefore)
+    return static_cast<uint32_t>(allocated_before / 512);
+  big_before_[id] = allocated_before;
+  return kBigBefore;
 }
 
 uint64_t Replay::size_of(uint32_t id) const {
@@ -157,7 +164,11 @@ LiveRange Replay::range(uint32_t id) const {
   const Stored& s = ranges_[id];
   LiveRange r;
   r.size = size_of(id);
-  r.allocated_before = s.allocated_before;
+  if (s.before_units != kBigBefore) {
+    r.allocated_before = uint64_t{s.before_units} * 512;
+  } else if (const uint64_t* big = big_before_.find(id)) {
+    r.allocated_before = *big;
+  }
   r.begin = s.begin;
   r.freed = s.freed;
   r.end = s.end;
@@ -434,7 +445,7 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
     ++estimated_blocks_;
   }
   s.live.try_emplace(e.addr, id);
-  ranges_.push_back(Stored{s.t.allocated, i, kNever, kNever, encode_size(id, size, exact, false)});
+  ranges_.push_back(Stored{i, kNever, kNever, encode_size(id, size, exact, false), encode_before(id, s.t.allocated)});
   s.t.allocated += size;
   s.t.active += size;
   s.t.requested += e.size;

@@ -161,6 +161,7 @@ TEST_CASE("ranges keep sizes that are not 512-byte multiples or are very large")
   CHECK(ranges[1].begin == 0);
   CHECK(ranges[1].size == analysis::rules::round_size(3 * tib / 4, s.settings));
   CHECK_FALSE(ranges[1].size_exact);
+  CHECK(ranges[1].allocated_before == 1000);  // not a multiple of 512: kept aside
   CHECK(ranges[1].freed == 1);
   CHECK(ranges[1].end == 2);
   CHECK(ranges[2].begin == 3);

@@ -150,6 +150,8 @@ class Replay {
   const RangeView& ranges() const { return view_; }
   /// Range `id` (id < ranges().size()).
   LiveRange range(uint32_t id) const;
+  /// Its begin alone (cheap).
+  uint32_t begin_of(uint32_t id) const { return ranges_[id].begin; }
   /// Index into ranges() of the block allocated by alloc event `i`, or nullopt.
   std::optional<uint32_t> range_of_alloc(uint32_t event) const;
 
@@ -183,13 +185,13 @@ class Replay {
   };
   using SegMap = std::map<uint64_t, Seg>;
 
-  // A range as stored: 24 bytes instead of LiveRange's 56.
+  // A range as stored: 20 bytes instead of LiveRange's 56.
   struct Stored {
-    uint64_t allocated_before = 0;
     uint32_t begin = kWindowStart;
     uint32_t freed = kNever;
     uint32_t end = kNever;
-    uint32_t size_word = 0;  // see encode_size
+    uint32_t size_word = 0;     // see encode_size
+    uint32_t before_units = 0;  // allocated_before / 512, or kBigBefore: in big_before_
   };
   // What a range live at the window's start has no alloc event to read from.
   struct StartInfo {
@@ -200,7 +202,9 @@ class Replay {
   static constexpr uint32_t kExactBit = 1u << 30;
   static constexpr uint32_t kPendingBit = 1u << 31;
   static constexpr uint32_t kUnitsMask = kExactBit - 1;  // size / 512, or kUnitsMask: in big_sizes_
+  static constexpr uint32_t kBigBefore = 0xFFFFFFFFu;
   uint32_t encode_size(uint32_t id, uint64_t size, bool exact, bool pending);
+  uint32_t encode_before(uint32_t id, uint64_t allocated_before);
   uint64_t size_of(uint32_t id) const;
   uint64_t requested_of(uint32_t id) const;
 
@@ -239,6 +243,7 @@ class Replay {
   util::PodBuffer<Stored> ranges_;     // huge pages, no regrowth copy
   std::vector<StartInfo> start_info_;  // for ranges_[0..first_window_range_)
   FlatMap64<uint64_t> big_sizes_;      // range id -> size, for sizes encode_size cannot hold
+  FlatMap64<uint64_t> big_before_;     // range id -> allocated_before, likewise
   uint32_t first_window_range_ = 0;    // ranges_[first_window_range_..] began in the window, by begin
   RangeView view_{this};
   std::vector<uint32_t> segment_events_;  // indices of segment events, in order
