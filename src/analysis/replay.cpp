@@ -130,6 +130,9 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
   first_window_range_ = static_cast<uint32_t>(ranges_.size());
   sweep(options);
   ranges_.trim();
+  series_allocated_.trim();
+  series_active_.trim();
+  series_reserved_.trim();
 }
 
 uint32_t Replay::encode_size(uint32_t id, uint64_t size, bool exact, bool pending) {

@@ -15,9 +15,13 @@ namespace memsnap::analysis {
 
 using snapshot::Action;
 
-std::vector<uint32_t> select_points(const std::vector<std::array<uint64_t, 3>>& series, size_t max_points,
-                                    const std::vector<uint32_t>& forced) {
-  const size_t n = series.size();
+namespace {
+
+// select_points over n events where value(i, s) is series s after event i: the
+// replay's series are read in place, not copied (a copy was 24 B an event).
+template <class Value>
+std::vector<uint32_t> select_points_of(size_t n, const Value& value, size_t max_points,
+                                       const std::vector<uint32_t>& forced) {
   std::vector<uint32_t> out;
   if (n <= max_points) {
     for (uint32_t i = 0; i < n; ++i) out.push_back(i);
@@ -33,8 +37,9 @@ std::vector<uint32_t> select_points(const std::vector<std::array<uint64_t, 3>>& 
       for (size_t s = 0; s < 3; ++s) {
         size_t mn = lo, mx = lo;
         for (size_t i = lo + 1; i < hi; ++i) {
-          if (series[i][s] < series[mn][s]) mn = i;
-          if (series[i][s] > series[mx][s]) mx = i;
+          uint64_t v = value(i, s);
+          if (v < value(mn, s)) mn = i;
+          if (v > value(mx, s)) mx = i;
         }
         out.push_back(static_cast<uint32_t>(mn));
         out.push_back(static_cast<uint32_t>(mx));
@@ -46,6 +51,14 @@ std::vector<uint32_t> select_points(const std::vector<std::array<uint64_t, 3>>& 
     // Fewer buckets, in proportion to the overshoot (always strictly fewer).
     buckets = std::max<size_t>(1, std::min(buckets - 1, buckets * room / (out.size() + 1)));
   }
+}
+
+}  // namespace
+
+std::vector<uint32_t> select_points(const std::vector<std::array<uint64_t, 3>>& series, size_t max_points,
+                                    const std::vector<uint32_t>& forced) {
+  return select_points_of(
+      series.size(), [&](size_t i, size_t s) { return series[i][s]; }, max_points, forced);
 }
 
 namespace {
@@ -86,11 +99,8 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
   t.peak = peak;
   for (uint32_t b : iterations.boundaries) t.iteration_starts.push_back({b, time_of(b)});
 
-  const auto& alloc = replay.allocated_series();
-  const auto& active = replay.active_series();
-  const auto& reserved = replay.reserved_series();
-  std::vector<std::array<uint64_t, 3>> series(alloc.size());
-  for (size_t i = 0; i < alloc.size(); ++i) series[i] = {alloc[i], active[i], reserved[i]};
+  const Series* series[3] = {&replay.allocated_series(), &replay.active_series(), &replay.reserved_series()};
+  auto value = [&](size_t i, size_t s) { return (*series[s])[i]; };
   for (const auto& o : replay.ooms()) {
     const auto& e = trace[o.event];
     t.ooms.push_back({o.event, time_of(o.event), e.size, e.device_free(), o.totals.allocated, o.totals.reserved});
@@ -101,9 +111,9 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
   for (const auto& o : t.ooms) forced.push_back(o.event_index);
   std::sort(forced.begin(), forced.end());
   forced.erase(std::unique(forced.begin(), forced.end()), forced.end());
-  std::vector<uint32_t> keep = select_points(series, opt.max_points, forced);
+  std::vector<uint32_t> keep = select_points_of(series[0]->size(), value, opt.max_points, forced);
   t.points.reserve(keep.size());
-  for (uint32_t i : keep) t.points.push_back({i, time_of(i), series[i][0], series[i][1], series[i][2]});
+  for (uint32_t i : keep) t.points.push_back({i, time_of(i), value(i, 0), value(i, 1), value(i, 2)});
   if (!opt.by_site) return t;
 
   // ---- site bytes from the live ranges ------------------------------------------------

@@ -172,3 +172,24 @@ TEST_CASE("ranges keep sizes that are not 512-byte multiples or are very large")
   CHECK(ranges[2].allocated_before == 1000);
   CHECK(r.state_after(3).totals.allocated == 1000 + tib);
 }
+
+TEST_CASE("a series keeps 512-byte units until a value needs all 64 bits") {
+  analysis::Series s;
+  std::vector<uint64_t> want;
+  for (uint64_t i = 0; i < 300000; ++i) want.push_back(i * 512 * 3);
+  want.push_back(1000);               // not a multiple of 512
+  want.push_back(uint64_t{3} << 41);  // beyond 2 TiB
+  for (uint64_t i = 0; i < 1000; ++i) want.push_back(i * 512);
+  for (size_t k = 0; k < want.size(); ++k) {
+    s.push_back(want[k]);
+    if (k == 299999) {  // still in units: every value so far reads back
+      REQUIRE(s.size() == 300000);
+      CHECK(s[299999] == want[299999]);
+    }
+  }
+  REQUIRE(s.size() == want.size());
+  size_t bad = 0;
+  for (size_t k = 0; k < want.size(); ++k) bad += s[k] != want[k];
+  CHECK(bad == 0);
+  CHECK(*std::max_element(s.begin(), s.end()) == uint64_t{3} << 41);
+}

@@ -112,6 +112,42 @@ struct ReplayedState {
 
 class Replay;
 
+/// One total after every event: 4 bytes an event (the bytes / 512) while every value
+/// is a multiple of 512 below 2 TiB, as totals of allocator blocks are; 8 from the
+/// first value that is not. Read by value like a vector.
+class Series {
+ public:
+  using value_type = uint64_t;
+  using Iterator = util::IndexIterator<Series, uint64_t>;
+  void reserve(size_t n) { wide_mode_ ? wide_.reserve(n) : units_.reserve(n); }
+  void push_back(uint64_t v) {
+    if (!wide_mode_ && v % 512 == 0 && v / 512 <= UINT32_MAX) [[likely]] {
+      units_.push_back(static_cast<uint32_t>(v / 512));
+      return;
+    }
+    widen();
+    wide_.push_back(v);
+  }
+  uint64_t operator[](size_t i) const { return wide_mode_ ? wide_[i] : uint64_t{units_[i]} * 512; }
+  size_t size() const { return wide_mode_ ? wide_.size() : units_.size(); }
+  bool empty() const { return size() == 0; }
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, size()); }
+  void trim() { wide_mode_ ? wide_.trim() : units_.trim(); }
+
+ private:
+  void widen() {
+    if (wide_mode_) return;
+    wide_.resize_uninitialized(units_.size());
+    for (size_t i = 0; i < units_.size(); ++i) wide_[i] = uint64_t{units_[i]} * 512;
+    units_ = util::PodBuffer<uint32_t>();
+    wide_mode_ = true;
+  }
+  util::PodBuffer<uint32_t> units_;
+  util::PodBuffer<uint64_t> wide_;
+  bool wide_mode_ = false;
+};
+
 /// The ranges of a replay, read by value: `ranges[i]`, range-for and std algorithms
 /// work as on a vector of LiveRange.
 class RangeView {
@@ -161,9 +197,9 @@ class Replay {
   /// Totals right after every oom event, in order.
   const std::vector<TotalsAt>& ooms() const { return ooms_; }
   /// With record_series: allocated, active, reserved after every event.
-  const std::vector<uint64_t>& allocated_series() const { return series_allocated_; }
-  const std::vector<uint64_t>& active_series() const { return series_active_; }
-  const std::vector<uint64_t>& reserved_series() const { return series_reserved_; }
+  const Series& allocated_series() const { return series_allocated_; }
+  const Series& active_series() const { return series_active_; }
+  const Series& reserved_series() const { return series_reserved_; }
 
   /// The state right after event `index` (index < events()).
   ReplayedState state_after(uint32_t index) const;
@@ -255,7 +291,7 @@ class Replay {
   std::vector<Checkpoint> checkpoints_;
   std::optional<TotalsAt> peak_allocated_, peak_reserved_;
   std::vector<TotalsAt> ooms_;
-  std::vector<uint64_t> series_allocated_, series_active_, series_reserved_;
+  Series series_allocated_, series_active_, series_reserved_;
 };
 
 inline size_t RangeView::size() const {
