@@ -64,9 +64,7 @@ struct Analyzer {
     std::optional<uint32_t> at = resolve_at(o, d);
     std::optional<Replay> replay;
     if (!d.trace.empty() && (o.trace || at || o.timeline)) {
-      ReplayOptions ro;
-      ro.record_series = o.timeline.has_value();
-      replay.emplace(ctx, d, ro);
+      replay.emplace(ctx, d);
       out.trace.consistent = replay->consistent();
       out.trace.first_mismatch = replay->first_mismatch();
       out.trace.window_starts_mid_run = replay->window_starts_mid_run();

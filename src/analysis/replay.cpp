@@ -402,6 +402,7 @@ void Replay::sweep(const ReplayOptions& options) {
         segment_events_.push_back(i);
         std::string problem;
         s.t.reserved += static_cast<uint64_t>(apply_segment_event(s.segs, e, &problem));  // two's complement delta
+        reserved_after_.push_back(s.t.reserved);
         if (!problem.empty()) note(i, std::move(problem));
         break;
       }
@@ -550,6 +551,63 @@ ReplayedState Replay::state_at_start() const {
       out.size_uncertainty += size_slack(r.size);
     }
   return out;
+}
+
+TotalsCursor::TotalsCursor(const Replay& replay) : r_(replay), t_(replay.start_totals_) {
+  for (uint32_t id = 0; id < r_.first_window_range_; ++id) live_.try_emplace(r_.start_info_[id].addr, id);
+  next_range_ = r_.first_window_range_;
+}
+
+const Totals& TotalsCursor::after(uint32_t i) {
+  while (next_event_ <= i) step(next_event_++);
+  return t_;
+}
+
+// What Replay::release took away at event i from range id, read from the range.
+void TotalsCursor::release(uint32_t id, uint32_t i) {
+  const Replay::Stored& r = r_.ranges_[id];
+  if (r.freed == i) {
+    t_.allocated -= r_.size_of(id);
+    t_.requested -= r_.requested_of(id);
+  }
+  if (r.end == i) t_.active -= r_.size_of(id);
+}
+
+// Event i as the sweep applied it (sweep_alloc, sweep_free, segment events).
+void TotalsCursor::step(uint32_t i) {
+  const auto& trace = r_.device_.trace;
+  switch (trace.action_at(i)) {
+    case Action::Alloc: {
+      uint64_t addr = trace.addr_at(i);
+      if (uint32_t* old = live_.find(addr)) {
+        release(*old, i);
+        live_.erase(addr);
+      }
+      uint32_t id = next_range_++;  // every alloc event began one range, in order
+      live_.try_emplace(addr, id);
+      uint64_t size = r_.size_of(id);
+      t_.allocated += size;
+      t_.active += size;
+      t_.requested += trace.size_at(i);
+      break;
+    }
+    case Action::FreeRequested:
+    case Action::FreeCompleted:
+    case Action::Free: {
+      uint64_t addr = trace.addr_at(i);
+      if (uint32_t* id = live_.find(addr)) {
+        uint32_t found = *id;
+        release(found, i);
+        if (r_.ranges_[found].end == i) live_.erase(addr);
+      }
+      break;
+    }
+    case Action::SegmentAlloc:
+    case Action::SegmentFree:
+    case Action::SegmentMap:
+    case Action::SegmentUnmap: t_.reserved = r_.reserved_after_[next_segment_++]; break;
+    default: break;
+  }
 }
 
 snapshot::Device Replay::to_device(const SegMap& segs, const std::vector<LiveRange>& blocks,

@@ -1,7 +1,8 @@
 // Memory over time from the replay's sweep of one device's trace.
 //
-// The sweep recorded the three totals after every event; the points to keep are
-// chosen from that full series (select_points). With by-site, every site's live
+// The three totals after every event are recomputed from the replay's ranges in
+// passes over the events (TotalsCursor), not stored; the points to keep are chosen
+// from that full series (select_points), one pass per bucket count. With by-site, every site's live
 // allocated bytes follow from the replay's live ranges: each range adds its size
 // to its site at its alloc event (or at the window's start) and takes it away at
 // its free; walking those changes in event order gives each site's own peak and
@@ -17,10 +18,12 @@ using snapshot::Action;
 
 namespace {
 
-// select_points over n events where value(i, s) is series s after event i: the
-// replay's series are read in place, not copied (a copy was 24 B an event).
-template <class Value>
-std::vector<uint32_t> select_points_of(size_t n, const Value& value, size_t max_points,
+// select_points over n events. open() starts a pass: it returns at(i), the three
+// series after event i, to be called with increasing i. Each pass reads every event
+// once, so the replay's totals can be recomputed on the way (TotalsCursor) instead
+// of stored per event.
+template <class Open>
+std::vector<uint32_t> select_points_of(size_t n, const Open& open, size_t max_points,
                                        const std::vector<uint32_t>& forced) {
   std::vector<uint32_t> out;
   if (n <= max_points) {
@@ -31,18 +34,22 @@ std::vector<uint32_t> select_points_of(size_t n, const Value& value, size_t max_
   size_t buckets = std::max<size_t>(1, room / 2);
   for (;;) {
     out.assign(forced.begin(), forced.end());
+    auto at = open();
     for (size_t b = 0; b < buckets; ++b) {
       size_t lo = b * n / buckets, hi = (b + 1) * n / buckets;
       if (lo >= hi) continue;
-      for (size_t s = 0; s < 3; ++s) {
-        size_t mn = lo, mx = lo;
-        for (size_t i = lo + 1; i < hi; ++i) {
-          uint64_t v = value(i, s);
-          if (v < value(mn, s)) mn = i;
-          if (v > value(mx, s)) mx = i;
+      std::array<uint64_t, 3> low = at(static_cast<uint32_t>(lo)), high = low;
+      std::array<size_t, 3> mn = {lo, lo, lo}, mx = mn;
+      for (size_t i = lo + 1; i < hi; ++i) {
+        std::array<uint64_t, 3> v = at(static_cast<uint32_t>(i));
+        for (size_t s = 0; s < 3; ++s) {
+          if (v[s] < low[s]) low[s] = v[s], mn[s] = i;
+          if (v[s] > high[s]) high[s] = v[s], mx[s] = i;
         }
-        out.push_back(static_cast<uint32_t>(mn));
-        out.push_back(static_cast<uint32_t>(mx));
+      }
+      for (size_t s = 0; s < 3; ++s) {
+        out.push_back(static_cast<uint32_t>(mn[s]));
+        out.push_back(static_cast<uint32_t>(mx[s]));
       }
     }
     std::sort(out.begin(), out.end());
@@ -57,8 +64,8 @@ std::vector<uint32_t> select_points_of(size_t n, const Value& value, size_t max_
 
 std::vector<uint32_t> select_points(const std::vector<std::array<uint64_t, 3>>& series, size_t max_points,
                                     const std::vector<uint32_t>& forced) {
-  return select_points_of(
-      series.size(), [&](size_t i, size_t s) { return series[i][s]; }, max_points, forced);
+  auto open = [&] { return [&](uint32_t i) { return series[i]; }; };
+  return select_points_of(series.size(), open, max_points, forced);
 }
 
 namespace {
@@ -99,8 +106,12 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
   t.peak = peak;
   for (uint32_t b : iterations.boundaries) t.iteration_starts.push_back({b, time_of(b)});
 
-  const Series* series[3] = {&replay.allocated_series(), &replay.active_series(), &replay.reserved_series()};
-  auto value = [&](size_t i, size_t s) { return (*series[s])[i]; };
+  auto open = [&] {
+    return [cursor = TotalsCursor(replay)](uint32_t i) mutable {
+      const Totals& now = cursor.after(i);
+      return std::array<uint64_t, 3>{now.allocated, now.active, now.reserved};
+    };
+  };
   for (const auto& o : replay.ooms()) {
     const auto& e = trace[o.event];
     t.ooms.push_back({o.event, time_of(o.event), e.size, e.device_free(), o.totals.allocated, o.totals.reserved});
@@ -111,9 +122,13 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
   for (const auto& o : t.ooms) forced.push_back(o.event_index);
   std::sort(forced.begin(), forced.end());
   forced.erase(std::unique(forced.begin(), forced.end()), forced.end());
-  std::vector<uint32_t> keep = select_points_of(series[0]->size(), value, opt.max_points, forced);
+  std::vector<uint32_t> keep = select_points_of(trace.size(), open, opt.max_points, forced);
   t.points.reserve(keep.size());
-  for (uint32_t i : keep) t.points.push_back({i, time_of(i), value(i, 0), value(i, 1), value(i, 2)});
+  auto at = open();
+  for (uint32_t i : keep) {
+    auto v = at(i);
+    t.points.push_back({i, time_of(i), v[0], v[1], v[2]});
+  }
   if (!opt.by_site) return t;
 
   // ---- site bytes from the live ranges ------------------------------------------------

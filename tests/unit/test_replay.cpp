@@ -40,10 +40,21 @@ void check_ends_at_dump(const snapshot::Snapshot& s, const snapshot::Device& d, 
   // computations; they agree at every event sampled, and at the last one with the dump.
   CHECK(r.allocated_series()[last] == want.allocated_bytes);
   CHECK(r.reserved_series()[last] == want.reserved_bytes);
+  // The cursor recomputes the same totals from the ranges, event by event.
+  analysis::TotalsCursor every(r);
+  size_t differ = 0;
+  for (uint32_t i = 0; i <= last; ++i) {
+    const auto& t = every.after(i);
+    differ += t.allocated != r.allocated_series()[i] || t.active != r.active_series()[i] ||
+              t.reserved != r.reserved_series()[i];
+  }
+  CHECK(differ == 0);
+  analysis::TotalsCursor sampled(r);
   uint32_t step = std::max<uint32_t>(1, last / 97);
   for (uint32_t i = 0; i <= last; i += step) {
     CAPTURE(i);
     auto st = r.state_after(i);
+    CHECK(sampled.after(i).requested == st.totals.requested);
     CHECK(st.totals.allocated == r.allocated_series()[i]);
     CHECK(st.totals.active == r.active_series()[i]);
     CHECK(st.totals.reserved == r.reserved_series()[i]);

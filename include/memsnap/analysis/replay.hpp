@@ -210,6 +210,7 @@ class Replay {
 
  private:
   friend class RangeView;
+  friend class TotalsCursor;
   size_t ranges_size() const { return ranges_.size(); }
   struct Seg {
     uint64_t end = 0;  // one past the last byte
@@ -283,6 +284,7 @@ class Replay {
   uint32_t first_window_range_ = 0;    // ranges_[first_window_range_..] began in the window, by begin
   RangeView view_{this};
   std::vector<uint32_t> segment_events_;  // indices of segment events, in order
+  std::vector<uint64_t> reserved_after_;  // reserved bytes after each of them
   struct Checkpoint {
     uint32_t event = 0;            // state after this event
     uint32_t first_new_range = 0;  // ranges from here on began after it
@@ -292,6 +294,27 @@ class Replay {
   std::optional<TotalsAt> peak_allocated_, peak_reserved_;
   std::vector<TotalsAt> ooms_;
   Series series_allocated_, series_active_, series_reserved_;
+};
+
+/// The totals after each event, recomputed one event after another from the ranges:
+/// what the sweep's running totals were, with no per-event storage (record_series
+/// keeps 12 bytes an event). The sweep's live map is rebuilt on the way (live blocks
+/// only); a range's own freed and end events say what each free took away.
+class TotalsCursor {
+ public:
+  explicit TotalsCursor(const Replay& replay);
+  /// The totals right after event i; i must not be less than the previous call's.
+  const Totals& after(uint32_t i);
+
+ private:
+  void step(uint32_t i);
+  void release(uint32_t id, uint32_t i);
+  const Replay& r_;
+  FlatMap64<uint32_t> live_;  // address -> range id
+  Totals t_;
+  uint32_t next_event_ = 0;
+  uint32_t next_range_ = 0;
+  size_t next_segment_ = 0;
 };
 
 inline size_t RangeView::size() const {

@@ -78,10 +78,9 @@ struct Timeline {
   uint64_t site_value(size_t point, size_t column) const { return site_bytes[point * site_columns() + column]; }
 };
 
-/// The series of one device from its replay (recorded with ReplayOptions::record_series),
-/// with the peak and the iterations the analysis found. Site bytes come from the
-/// replay's live ranges, not from another pass over the trace. An empty trace gives
-/// a timeline without points.
+/// The series of one device, recomputed from its replay (TotalsCursor), with the peak and the iterations the analysis
+/// found. Site bytes come from the replay's live ranges, not from another pass over the trace. An empty trace gives a
+/// timeline without points.
 Timeline build_timeline(const Context& ctx, const Replay& replay, const std::optional<Peak>& peak,
                         const Iterations& iterations, const TimelineOptions& options = {});
 
