@@ -59,7 +59,7 @@ uint64_t Trace::escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, 
 }
 
 uint16_t Trace::intern(std::vector<uint64_t>& table, std::unordered_map<uint64_t, uint16_t, util::Hasher>& ids,
-                       uint64_t value, const char* what) {
+                       uint64_t value) {
   if (!table.empty() && table.back() == value) return static_cast<uint16_t>(table.size() - 1);
   if (table.size() < 8) {
     for (size_t k = 0; k < table.size(); ++k)
@@ -67,7 +67,7 @@ uint16_t Trace::intern(std::vector<uint64_t>& table, std::unordered_map<uint64_t
   } else if (auto it = ids.find(value); it != ids.end()) {
     return it->second;
   }
-  if (table.size() >= 0xFFFF) throw InputError("", std::string("a trace uses more than 65,535 ") + what);
+  if (table.size() >= kTableFull) return kTableFull;
   auto k = static_cast<uint16_t>(table.size());
   table.push_back(value);
   if (table.size() == 8)
@@ -81,6 +81,8 @@ Trace& Trace::operator=(const Trace& o) {
   if (this != &o) {
     addr_lo_ = o.addr_lo_.clone();
     addr_hi_ = o.addr_hi_.clone();
+    addr_hi_wide_ = o.addr_hi_wide_.clone();
+    wide_addr_ = o.wide_addr_;
     size_ = o.size_.clone();
     time_ = o.time_.clone();
     stack_ = o.stack_.clone();
@@ -100,7 +102,18 @@ Trace& Trace::operator=(const Trace& o) {
 void Trace::push_back(const TraceEvent& e) {
   size_t i = action_.size();
   addr_lo_.push_back(static_cast<uint32_t>(e.addr));
-  addr_hi_.push_back(intern(addr_high_, addr_high_ids_, e.addr >> 32, "4 GiB address regions"));
+  uint32_t high = static_cast<uint32_t>(e.addr >> 32);
+  if (wide_addr_) {
+    addr_hi_wide_.push_back(high);
+  } else if (uint16_t k = intern(addr_high_, addr_high_ids_, high); k != kTableFull) {
+    addr_hi_.push_back(k);
+  } else {  // more regions than indices: every event keeps its own upper half from now on
+    addr_hi_wide_.resize_uninitialized(i);
+    for (size_t j = 0; j < i; ++j) addr_hi_wide_[j] = static_cast<uint32_t>(addr_high_[addr_hi_[j]]);
+    addr_hi_wide_.push_back(high);
+    addr_hi_ = util::LazyColumn<uint16_t>();
+    wide_addr_ = true;
+  }
   if (e.size < kEscaped) {
     size_.push_back(static_cast<uint32_t>(e.size));
   } else {
@@ -125,12 +138,15 @@ void Trace::push_back(const TraceEvent& e) {
   }
   stack_.push_back(e.stack.v);
   action_.push_back(e.action);
-  stream_.push_back(intern(streams_, stream_ids_, e.stream, "streams"));
+  uint16_t stream = intern(streams_, stream_ids_, e.stream);
+  if (stream == kTableFull) throw InputError("", "a trace uses more than 65,535 streams");
+  stream_.push_back(stream);
 }
 
 void Trace::reserve(size_t n) {
   addr_lo_.reserve(n);
   addr_hi_.reserve(n);
+  if (wide_addr_) addr_hi_wide_.reserve(n);
   size_.reserve(n);
   time_.reserve(n);
   stack_.reserve(n);
@@ -141,6 +157,7 @@ void Trace::reserve(size_t n) {
 void Trace::trim() {
   addr_lo_.trim();
   addr_hi_.trim();
+  addr_hi_wide_.trim();
   size_.trim();
   time_.trim();
   stack_.trim();
@@ -153,10 +170,10 @@ void Trace::clear() {
 }
 
 size_t Trace::memory_bytes() const {
-  return addr_lo_.capacity() * 4 + addr_hi_.memory_bytes() + size_.capacity() * 4 + time_.capacity() * 4 +
-         stack_.memory_bytes() + action_.capacity() + stream_.memory_bytes() + time_base_.capacity() * 8 +
-         (big_sizes_.capacity() + big_times_.capacity()) * 16 + (streams_.capacity() + addr_high_.capacity()) * 8 +
-         (stream_ids_.size() + addr_high_ids_.size()) * 32;
+  return addr_lo_.capacity() * 4 + addr_hi_.memory_bytes() + addr_hi_wide_.capacity() * 4 + size_.capacity() * 4 +
+         time_.capacity() * 4 + stack_.memory_bytes() + action_.capacity() + stream_.memory_bytes() +
+         time_base_.capacity() * 8 + (big_sizes_.capacity() + big_times_.capacity()) * 16 +
+         (streams_.capacity() + addr_high_.capacity()) * 8 + (stream_ids_.size() + addr_high_ids_.size()) * 32;
 }
 
 const char* to_string(BlockState s) {

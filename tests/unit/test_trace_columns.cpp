@@ -90,3 +90,19 @@ TEST_CASE("an empty trace has no events") {
   CHECK(t.empty());
   CHECK(t.size() == 0);
 }
+
+TEST_CASE("addresses in more 4 GiB regions than the region table holds read back") {
+  Trace t;
+  std::vector<uint64_t> want;
+  for (uint64_t i = 0; i < 70000; ++i) {
+    TraceEvent e;
+    e.addr = (i << 32) | 0x200;
+    e.action = Action::Alloc;
+    want.push_back(e.addr);
+    t.push_back(e);
+  }
+  Trace c = t;
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) bad += t.addr_at(i) != want[i] || c[i].addr != want[i];
+  CHECK(bad == 0);
+}

@@ -196,7 +196,10 @@ class Trace {
   size_t size() const { return action_.size(); }
   bool empty() const { return action_.size() == 0; }
   /// One field of event i, without decoding the others.
-  uint64_t addr_at(size_t i) const { return uint64_t{addr_high_[addr_hi_[i]]} << 32 | addr_lo_[i]; }
+  uint64_t addr_at(size_t i) const {
+    uint64_t high = wide_addr_ ? addr_hi_wide_[i] : addr_high_[addr_hi_[i]];
+    return high << 32 | addr_lo_[i];
+  }
   uint64_t size_at(size_t i) const { return size_[i] != kEscaped ? size_[i] : escaped(big_sizes_, i); }
   StackId stack_at(size_t i) const { return StackId{stack_[i]}; }
   Action action_at(size_t i) const { return action_[i]; }
@@ -243,13 +246,17 @@ class Trace {
   static constexpr int32_t kEscapedTime = kNoTimeDelta + 1;
   static constexpr unsigned kBlockShift = 12;
   static uint64_t escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i);
-  // The index of `value` in `table`, appending it if new (a hash index once the table is long).
+  // The index of `value` in `table`, appending it if new (a hash index once the table
+  // is long), or kTableFull when it is new and the table holds 65,535 values.
+  static constexpr uint16_t kTableFull = 0xFFFF;
   static uint16_t intern(std::vector<uint64_t>& table, std::unordered_map<uint64_t, uint16_t, util::Hasher>& ids,
-                         uint64_t value, const char* what);
+                         uint64_t value);
 
   // Columns grow by realloc (mremap when large): no copy, no second peak.
   util::PodBuffer<uint32_t> addr_lo_;
-  util::LazyColumn<uint16_t> addr_hi_;  // index into addr_high_
+  util::LazyColumn<uint16_t> addr_hi_;      // index into addr_high_
+  util::PodBuffer<uint32_t> addr_hi_wide_;  // the upper halves themselves, once addr_high_ is full
+  bool wide_addr_ = false;
   util::PodBuffer<uint32_t> size_;
   util::PodBuffer<int32_t> time_;
   util::LazyColumn<uint32_t> stack_;
