@@ -19,9 +19,7 @@ DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const Ev
       throw UsageError("--around " + o.around + ": device " + std::to_string(d.index) + " has no trace entries");
     return out;
   }
-  ReplayOptions ro;
-  ro.record_series = true;
-  Replay replay(ctx, d, ro);
+  Replay replay(ctx, d);
   const uint32_t n = static_cast<uint32_t>(d.trace.size());
   if (o.around == "oom") {
     if (replay.ooms().empty()) return out;  // no OOM on this device: nothing to list
@@ -50,6 +48,7 @@ DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const Ev
   }
   uint32_t last = static_cast<uint32_t>(std::min<uint64_t>(n, uint64_t(first) + count));
   if (out.center && last - first < count && first > 0) first = last > count ? static_cast<uint32_t>(last - count) : 0;
+  TotalsCursor totals(replay);
   for (uint32_t i = first; i < last; ++i) {
     const auto& e = d.trace[i];
     EventRow row;
@@ -65,8 +64,8 @@ DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const Ev
     row.stream = e.stream;
     row.site = e.stack.v ? ctx.sites.site(e.stack) : std::string();
     if (o.stacks) row.stack = ctx.sites.stack(e.stack);
-    row.allocated_after = replay.allocated_series()[i];
-    row.reserved_after = replay.reserved_series()[i];
+    row.allocated_after = totals.after(i).allocated;
+    row.reserved_after = totals.after(i).reserved;
     out.rows.push_back(std::move(row));
   }
   return out;

@@ -130,9 +130,6 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
   first_window_range_ = static_cast<uint32_t>(ranges_.size());
   sweep(options);
   ranges_.trim();
-  series_allocated_.trim();
-  series_active_.trim();
-  series_reserved_.trim();
 }
 
 uint32_t Replay::encode_size(uint32_t id, uint64_t size, bool exact, bool pending) {
@@ -383,11 +380,6 @@ void Replay::sweep(const ReplayOptions& options) {
   size_t allocs = 0;
   for (Action a : trace.actions()) allocs += a == Action::Alloc;
   ranges_.reserve(ranges_.size() + allocs);
-  if (options.record_series) {
-    series_allocated_.reserve(n);
-    series_active_.reserve(n);
-    series_reserved_.reserve(n);
-  }
   for (uint32_t i = 0; i < n; ++i) {
     const TraceEvent& e = trace[i];
     switch (e.action) {
@@ -408,7 +400,7 @@ void Replay::sweep(const ReplayOptions& options) {
       }
       default: break;
     }
-    record(s, e, i, options);
+    record(s, e, i);
     if (++s.since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), s.live.size()) &&
         i + 1 < n)
       checkpoint(s, i);
@@ -467,16 +459,11 @@ void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
   if (completes) s.live.erase(e.addr);
 }
 
-// What consumers read of the totals after event i: peaks, OOMs, the series.
-void Replay::record(const SweepState& s, const TraceEvent& e, uint32_t i, const ReplayOptions& options) {
+// What consumers read of the totals after event i: peaks and OOMs.
+void Replay::record(const SweepState& s, const TraceEvent& e, uint32_t i) {
   if (!peak_allocated_ || s.t.allocated > peak_allocated_->totals.allocated) peak_allocated_ = TotalsAt{i, s.t};
   if (!peak_reserved_ || s.t.reserved > peak_reserved_->totals.reserved) peak_reserved_ = TotalsAt{i, s.t};
   if (e.action == Action::Oom) ooms_.push_back({i, s.t});
-  if (options.record_series) {
-    series_allocated_.push_back(s.t.allocated);
-    series_active_.push_back(s.t.active);
-    series_reserved_.push_back(s.t.reserved);
-  }
 }
 
 void Replay::checkpoint(SweepState& s, uint32_t i) {

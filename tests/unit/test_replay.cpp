@@ -17,7 +17,6 @@ void check_ends_at_dump(const snapshot::Snapshot& s, const snapshot::Device& d, 
                         size_t checkpoint_events = 4096) {
   analysis::Context ctx(s);
   analysis::ReplayOptions ro;
-  ro.record_series = true;
   ro.checkpoint_events = checkpoint_events;
   analysis::Replay r(ctx, d, ro);
   if (want_consistent) {
@@ -25,6 +24,10 @@ void check_ends_at_dump(const snapshot::Snapshot& s, const snapshot::Device& d, 
   }
   if (d.trace.empty()) return;
   const uint32_t last = static_cast<uint32_t>(d.trace.size() - 1);
+  // The totals after every event, recomputed from the ranges.
+  std::vector<analysis::Totals> series;
+  analysis::TotalsCursor cursor(r);
+  for (uint32_t i = 0; i <= last; ++i) series.push_back(cursor.after(i));
   auto end = r.state_after(last);
   auto want = analysis::account(ctx, d);
   auto got = analysis::account(ctx, end.device);
@@ -36,39 +39,37 @@ void check_ends_at_dump(const snapshot::Snapshot& s, const snapshot::Device& d, 
   CHECK(got.external_free_bytes == want.external_free_bytes);
   CHECK(got.largest_free_block_bytes == want.largest_free_block_bytes);
   CHECK(got.segment_count == want.segment_count);
-  // The sweep's running totals and the state rebuilt from checkpoints are two
-  // computations; they agree at every event sampled, and at the last one with the dump.
-  CHECK(r.allocated_series()[last] == want.allocated_bytes);
-  CHECK(r.reserved_series()[last] == want.reserved_bytes);
-  // The cursor recomputes the same totals from the ranges, event by event.
-  analysis::TotalsCursor every(r);
-  size_t differ = 0;
-  for (uint32_t i = 0; i <= last; ++i) {
-    const auto& t = every.after(i);
-    differ += t.allocated != r.allocated_series()[i] || t.active != r.active_series()[i] ||
-              t.reserved != r.reserved_series()[i];
-  }
-  CHECK(differ == 0);
-  analysis::TotalsCursor sampled(r);
+  CHECK(series[last].allocated == want.allocated_bytes);
+  CHECK(series[last].reserved == want.reserved_bytes);
+  // The cursor and the state rebuilt from checkpoints are two computations; they
+  // agree at every event sampled, and at the last one with the dump.
   uint32_t step = std::max<uint32_t>(1, last / 97);
   for (uint32_t i = 0; i <= last; i += step) {
     CAPTURE(i);
     auto st = r.state_after(i);
-    CHECK(sampled.after(i).requested == st.totals.requested);
-    CHECK(st.totals.allocated == r.allocated_series()[i]);
-    CHECK(st.totals.active == r.active_series()[i]);
-    CHECK(st.totals.reserved == r.reserved_series()[i]);
+    CHECK(st.totals.allocated == series[i].allocated);
+    CHECK(st.totals.active == series[i].active);
+    CHECK(st.totals.reserved == series[i].reserved);
+    CHECK(st.totals.requested == series[i].requested);
     auto a = analysis::account(ctx, st.device);
     CHECK(a.allocated_bytes == st.totals.allocated);
     CHECK(a.reserved_bytes == st.totals.reserved);
   }
-  // The peaks are the series' maxima, first reached where the sweep says.
-  const auto& series = r.allocated_series();
-  auto peak = std::max_element(series.begin(), series.end());
+  // The sweep's running totals, kept at the peaks and OOMs, are the cursor's there;
+  // the peaks are the series' maxima, first reached where the sweep says.
+  auto peak = std::max_element(series.begin(), series.end(),
+                               [](const auto& x, const auto& y) { return x.allocated < y.allocated; });
   REQUIRE(r.peak_allocated());
   CHECK(r.peak_allocated()->event == uint32_t(peak - series.begin()));
-  auto rpeak = std::max_element(r.reserved_series().begin(), r.reserved_series().end());
-  CHECK(r.peak_reserved()->totals.reserved == *rpeak);
+  CHECK(r.peak_allocated()->totals.active == peak->active);
+  auto rpeak = std::max_element(series.begin(), series.end(),
+                                [](const auto& x, const auto& y) { return x.reserved < y.reserved; });
+  CHECK(r.peak_reserved()->totals.reserved == rpeak->reserved);
+  for (const auto& o : r.ooms()) {
+    CHECK(o.totals.allocated == series[o.event].allocated);
+    CHECK(o.totals.active == series[o.event].active);
+    CHECK(o.totals.reserved == series[o.event].reserved);
+  }
 }
 
 }  // namespace
@@ -182,25 +183,4 @@ TEST_CASE("ranges keep sizes that are not 512-byte multiples or are very large")
   CHECK(ranges[2].size_exact);
   CHECK(ranges[2].allocated_before == 1000);
   CHECK(r.state_after(3).totals.allocated == 1000 + tib);
-}
-
-TEST_CASE("a series keeps 512-byte units until a value needs all 64 bits") {
-  analysis::Series s;
-  std::vector<uint64_t> want;
-  for (uint64_t i = 0; i < 300000; ++i) want.push_back(i * 512 * 3);
-  want.push_back(1000);               // not a multiple of 512
-  want.push_back(uint64_t{3} << 41);  // beyond 2 TiB
-  for (uint64_t i = 0; i < 1000; ++i) want.push_back(i * 512);
-  for (size_t k = 0; k < want.size(); ++k) {
-    s.push_back(want[k]);
-    if (k == 299999) {  // still in units: every value so far reads back
-      REQUIRE(s.size() == 300000);
-      CHECK(s[299999] == want[299999]);
-    }
-  }
-  REQUIRE(s.size() == want.size());
-  size_t bad = 0;
-  for (size_t k = 0; k < want.size(); ++k) bad += s[k] != want[k];
-  CHECK(bad == 0);
-  CHECK(*std::max_element(s.begin(), s.end()) == uint64_t{3} << 41);
 }

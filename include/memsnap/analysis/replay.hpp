@@ -23,7 +23,8 @@
 // live there; the state after event i is the nearest checkpoint's live ranges
 // still live at i, plus the ranges that began since, plus the segment events
 // since the start. The sweep also keeps the allocated, active and reserved totals
-// at their peaks and at every OOM, and, on request, after every event.
+// at their peaks and at every OOM; TotalsCursor recomputes them after every event
+// from the ranges, in one forward pass.
 //
 // Sizes: a block that survives to the dump has its exact size. A block that was
 // allocated and freed inside the window only left its requested size in the
@@ -63,7 +64,7 @@ inline constexpr uint32_t kWindowStart = 0xFFFFFFFFu;
 /// An event index meaning "not in the window" (never freed before the dump).
 inline constexpr uint32_t kNever = 0xFFFFFFFEu;
 
-/// One block's life in the window. The replay stores 24 bytes a range and builds
+/// One block's life in the window. The replay stores 20 bytes a range and builds
 /// this on each read (Replay::ranges()): a range's address, request and stack are
 /// its alloc event's, read from the trace.
 struct LiveRange {
@@ -97,7 +98,6 @@ struct TotalsAt {
 };
 
 struct ReplayOptions {
-  bool record_series = false;  // keep the totals after every event (timeline)
   /// Fewest events between checkpoints (also at least the live blocks there).
   size_t checkpoint_events = 4096;
 };
@@ -111,42 +111,6 @@ struct ReplayedState {
 };
 
 class Replay;
-
-/// One total after every event: 4 bytes an event (the bytes / 512) while every value
-/// is a multiple of 512 below 2 TiB, as totals of allocator blocks are; 8 from the
-/// first value that is not. Read by value like a vector.
-class Series {
- public:
-  using value_type = uint64_t;
-  using Iterator = util::IndexIterator<Series, uint64_t>;
-  void reserve(size_t n) { wide_mode_ ? wide_.reserve(n) : units_.reserve(n); }
-  void push_back(uint64_t v) {
-    if (!wide_mode_ && v % 512 == 0 && v / 512 <= UINT32_MAX) [[likely]] {
-      units_.push_back(static_cast<uint32_t>(v / 512));
-      return;
-    }
-    widen();
-    wide_.push_back(v);
-  }
-  uint64_t operator[](size_t i) const { return wide_mode_ ? wide_[i] : uint64_t{units_[i]} * 512; }
-  size_t size() const { return wide_mode_ ? wide_.size() : units_.size(); }
-  bool empty() const { return size() == 0; }
-  Iterator begin() const { return Iterator(this, 0); }
-  Iterator end() const { return Iterator(this, size()); }
-  void trim() { wide_mode_ ? wide_.trim() : units_.trim(); }
-
- private:
-  void widen() {
-    if (wide_mode_) return;
-    wide_.resize_uninitialized(units_.size());
-    for (size_t i = 0; i < units_.size(); ++i) wide_[i] = uint64_t{units_[i]} * 512;
-    units_ = util::PodBuffer<uint32_t>();
-    wide_mode_ = true;
-  }
-  util::PodBuffer<uint32_t> units_;
-  util::PodBuffer<uint64_t> wide_;
-  bool wide_mode_ = false;
-};
 
 /// The ranges of a replay, read by value: `ranges[i]`, range-for and std algorithms
 /// work as on a vector of LiveRange.
@@ -196,10 +160,6 @@ class Replay {
   const std::optional<TotalsAt>& peak_reserved() const { return peak_reserved_; }
   /// Totals right after every oom event, in order.
   const std::vector<TotalsAt>& ooms() const { return ooms_; }
-  /// With record_series: allocated, active, reserved after every event.
-  const Series& allocated_series() const { return series_allocated_; }
-  const Series& active_series() const { return series_active_; }
-  const Series& reserved_series() const { return series_reserved_; }
 
   /// The state right after event `index` (index < events()).
   ReplayedState state_after(uint32_t index) const;
@@ -253,7 +213,7 @@ class Replay {
   void sweep_alloc(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void sweep_free(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void release(SweepState& s, uint32_t id, uint32_t i, bool completes);
-  void record(const SweepState& s, const snapshot::TraceEvent& e, uint32_t i, const ReplayOptions& options);
+  void record(const SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void checkpoint(SweepState& s, uint32_t i);
   /// Applies one segment event; returns the change in reserved bytes and, when the
   /// event contradicts the map, says why in `problem` (if given).
@@ -293,13 +253,11 @@ class Replay {
   std::vector<Checkpoint> checkpoints_;
   std::optional<TotalsAt> peak_allocated_, peak_reserved_;
   std::vector<TotalsAt> ooms_;
-  Series series_allocated_, series_active_, series_reserved_;
 };
 
 /// The totals after each event, recomputed one event after another from the ranges:
-/// what the sweep's running totals were, with no per-event storage (record_series
-/// keeps 12 bytes an event). The sweep's live map is rebuilt on the way (live blocks
-/// only); a range's own freed and end events say what each free took away.
+/// what the sweep's running totals were, with no per-event storage. The sweep's live map is rebuilt on the way (live
+/// blocks only); a range's own freed and end events say what each free took away.
 class TotalsCursor {
  public:
   explicit TotalsCursor(const Replay& replay);
