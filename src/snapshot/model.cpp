@@ -58,31 +58,10 @@ uint64_t Trace::escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, 
   return it != side.end() && it->first == i ? it->second : 0;
 }
 
-uint16_t Trace::intern(std::vector<uint64_t>& table, std::unordered_map<uint64_t, uint16_t, util::Hasher>& ids,
-                       uint64_t value) {
-  if (!table.empty() && table.back() == value) return static_cast<uint16_t>(table.size() - 1);
-  if (table.size() < 8) {
-    for (size_t k = 0; k < table.size(); ++k)
-      if (table[k] == value) return static_cast<uint16_t>(k);
-  } else if (auto it = ids.find(value); it != ids.end()) {
-    return it->second;
-  }
-  if (table.size() >= kTableFull) return kTableFull;
-  auto k = static_cast<uint16_t>(table.size());
-  table.push_back(value);
-  if (table.size() == 8)
-    for (size_t j = 0; j < table.size(); ++j) ids.emplace(table[j], static_cast<uint16_t>(j));
-  else if (table.size() > 8)
-    ids.emplace(value, k);
-  return k;
-}
-
 Trace& Trace::operator=(const Trace& o) {
   if (this != &o) {
     addr_lo_ = o.addr_lo_.clone();
     addr_hi_ = o.addr_hi_.clone();
-    addr_hi_wide_ = o.addr_hi_wide_.clone();
-    wide_addr_ = o.wide_addr_;
     size_ = o.size_.clone();
     time_ = o.time_.clone();
     stack_ = o.stack_.clone();
@@ -91,10 +70,6 @@ Trace& Trace::operator=(const Trace& o) {
     time_base_ = o.time_base_;
     big_sizes_ = o.big_sizes_;
     big_times_ = o.big_times_;
-    streams_ = o.streams_;
-    stream_ids_ = o.stream_ids_;
-    addr_high_ = o.addr_high_;
-    addr_high_ids_ = o.addr_high_ids_;
   }
   return *this;
 }
@@ -102,18 +77,7 @@ Trace& Trace::operator=(const Trace& o) {
 void Trace::push_back(const TraceEvent& e) {
   size_t i = action_.size();
   addr_lo_.push_back(static_cast<uint32_t>(e.addr));
-  uint32_t high = static_cast<uint32_t>(e.addr >> 32);
-  if (wide_addr_) {
-    addr_hi_wide_.push_back(high);
-  } else if (uint16_t k = intern(addr_high_, addr_high_ids_, high); k != kTableFull) {
-    addr_hi_.push_back(k);
-  } else {  // more regions than indices: every event keeps its own upper half from now on
-    addr_hi_wide_.resize_uninitialized(i);
-    for (size_t j = 0; j < i; ++j) addr_hi_wide_[j] = static_cast<uint32_t>(addr_high_[addr_hi_[j]]);
-    addr_hi_wide_.push_back(high);
-    addr_hi_ = util::LazyColumn<uint16_t>();
-    wide_addr_ = true;
-  }
+  addr_hi_.push_back(static_cast<uint32_t>(e.addr >> 32));
   if (e.size < kEscaped) {
     size_.push_back(static_cast<uint32_t>(e.size));
   } else {
@@ -138,15 +102,12 @@ void Trace::push_back(const TraceEvent& e) {
   }
   stack_.push_back(e.stack.v);
   action_.push_back(e.action);
-  uint16_t stream = intern(streams_, stream_ids_, e.stream);
-  if (stream == kTableFull) throw InputError("", "a trace uses more than 65,535 streams");
-  stream_.push_back(stream);
+  stream_.push_back(e.stream);
 }
 
 void Trace::reserve(size_t n) {
   addr_lo_.reserve(n);
   addr_hi_.reserve(n);
-  if (wide_addr_) addr_hi_wide_.reserve(n);
   size_.reserve(n);
   time_.reserve(n);
   stack_.reserve(n);
@@ -157,7 +118,6 @@ void Trace::reserve(size_t n) {
 void Trace::trim() {
   addr_lo_.trim();
   addr_hi_.trim();
-  addr_hi_wide_.trim();
   size_.trim();
   time_.trim();
   stack_.trim();
@@ -170,10 +130,9 @@ void Trace::clear() {
 }
 
 size_t Trace::memory_bytes() const {
-  return addr_lo_.capacity() * 4 + addr_hi_.memory_bytes() + addr_hi_wide_.capacity() * 4 + size_.capacity() * 4 +
-         time_.capacity() * 4 + stack_.memory_bytes() + action_.capacity() + stream_.memory_bytes() +
-         time_base_.capacity() * 8 + (big_sizes_.capacity() + big_times_.capacity()) * 16 +
-         (streams_.capacity() + addr_high_.capacity()) * 8 + (stream_ids_.size() + addr_high_ids_.size()) * 32;
+  return addr_lo_.capacity() * 4 + addr_hi_.memory_bytes() + size_.capacity() * 4 + time_.capacity() * 4 +
+         stack_.memory_bytes() + action_.capacity() + stream_.memory_bytes() + time_base_.capacity() * 8 +
+         (big_sizes_.capacity() + big_times_.capacity()) * 16;
 }
 
 const char* to_string(BlockState s) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memsnap/snapshot/model.hpp"
+#include "memsnap/util/dict_column.hpp"
 #include "memsnap/util/lazy_column.hpp"
 
 using memsnap::snapshot::Action;
@@ -105,4 +106,35 @@ TEST_CASE("addresses in more 4 GiB regions than the region table holds read back
   size_t bad = 0;
   for (size_t i = 0; i < want.size(); ++i) bad += t.addr_at(i) != want[i] || c[i].addr != want[i];
   CHECK(bad == 0);
+}
+
+TEST_CASE("more distinct streams than the stream table holds read back") {
+  Trace t;
+  for (uint64_t i = 0; i < 70000; ++i) {
+    TraceEvent e;
+    e.addr = 0x7f0000000000ull + i * 512;
+    e.stream = i % 3 == 0 ? 7 : 0x55550000 + i;  // a common stream among many
+    e.action = Action::Alloc;
+    t.push_back(e);
+  }
+  size_t bad = 0;
+  for (uint64_t i = 0; i < 70000; ++i) bad += t[i].stream != (i % 3 == 0 ? 7 : 0x55550000 + i);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("a dictionary column turns to values past 65,535 distinct ones") {
+  memsnap::util::DictColumn<uint64_t> c;
+  for (uint64_t i = 0; i < 65535; ++i) c.push_back(i * 3);
+  CHECK_FALSE(c.wide());
+  c.push_back(1);  // the 65,536th distinct value
+  CHECK(c.wide());
+  c.push_back(6);
+  REQUIRE(c.size() == 65537);
+  size_t bad = 0;
+  for (uint64_t i = 0; i < 65535; ++i) bad += c[i] != i * 3;
+  CHECK(bad == 0);
+  CHECK(c[65535] == 1);
+  CHECK(c[65536] == 6);
+  auto copy = c.clone();
+  CHECK(copy[65536] == 6);
 }

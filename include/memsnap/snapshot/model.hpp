@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "memsnap/util/dict_column.hpp"
 #include "memsnap/util/hash.hpp"
 #include "memsnap/util/index_iterator.hpp"
 #include "memsnap/util/lazy_column.hpp"
@@ -164,14 +165,15 @@ struct TraceEvent {
 };
 
 /// A device's trace events, oldest to newest, stored as columns (13 to 19 bytes an
-/// event instead of 40): the address's low 32 bits and an index into the device's
-/// table of high halves, the size (32 bits, larger ones in a side table), the time as
-/// a 32-bit offset from a base kept per 4096 events (others in a side table), the
-/// stack, the action and an index into the device's stream table. The high-half,
-/// stack and stream columns take no space while constant (util::LazyColumn): one
-/// 4 GiB region, no stacks recorded, one stream. Reads give a TraceEvent by value:
-/// `trace[i]`, range-for and iterators work as on a vector of TraceEvent, but an
-/// event cannot be changed in place.
+/// event instead of 40): the address's low 32 bits and its upper half, the size (32
+/// bits, larger ones in a side table), the time as a 32-bit offset from a base kept
+/// per 4096 events (others in a side table), the stack, the action and the stream.
+/// Upper halves and streams are 2-byte indices into a table of the distinct values
+/// (util::DictColumn, the values themselves past 65,535 of them); those two and the
+/// stack take no space while constant (util::LazyColumn): one 4 GiB region, one
+/// stream, no stacks recorded. Reads give a TraceEvent by value: `trace[i]`,
+/// range-for and iterators work as on a vector of TraceEvent, but an event cannot be
+/// changed in place.
 class Trace {
  public:
   using Iterator = util::IndexIterator<Trace, TraceEvent>;
@@ -196,10 +198,7 @@ class Trace {
   size_t size() const { return action_.size(); }
   bool empty() const { return action_.size() == 0; }
   /// One field of event i, without decoding the others.
-  uint64_t addr_at(size_t i) const {
-    uint64_t high = wide_addr_ ? addr_hi_wide_[i] : addr_high_[addr_hi_[i]];
-    return high << 32 | addr_lo_[i];
-  }
+  uint64_t addr_at(size_t i) const { return uint64_t{addr_hi_[i]} << 32 | addr_lo_[i]; }
   uint64_t size_at(size_t i) const { return size_[i] != kEscaped ? size_[i] : escaped(big_sizes_, i); }
   StackId stack_at(size_t i) const { return StackId{stack_[i]}; }
   Action action_at(size_t i) const { return action_[i]; }
@@ -207,7 +206,7 @@ class Trace {
     TraceEvent e;
     e.addr = addr_at(i);
     e.size = size_at(i);
-    e.stream = streams_[stream_[i]];
+    e.stream = stream_[i];
     int32_t t = time_[i];
     e.time_us = t == kNoTimeDelta   ? TraceEvent::kNoTime
                 : t == kEscapedTime ? static_cast<int64_t>(escaped(big_times_, i))
@@ -237,8 +236,6 @@ class Trace {
   void remap_stacks(F f) {
     stack_.transform(f);
   }
-  /// The distinct streams of the trace, in order of first use.
-  std::span<const uint64_t> streams() const { return streams_; }
 
  private:
   static constexpr uint32_t kEscaped = 0xFFFFFFFFu;
@@ -246,26 +243,17 @@ class Trace {
   static constexpr int32_t kEscapedTime = kNoTimeDelta + 1;
   static constexpr unsigned kBlockShift = 12;
   static uint64_t escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i);
-  // The index of `value` in `table`, appending it if new (a hash index once the table
-  // is long), or kTableFull when it is new and the table holds 65,535 values.
-  static constexpr uint16_t kTableFull = 0xFFFF;
-  static uint16_t intern(std::vector<uint64_t>& table, std::unordered_map<uint64_t, uint16_t, util::Hasher>& ids,
-                         uint64_t value);
 
   // Columns grow by realloc (mremap when large): no copy, no second peak.
   util::PodBuffer<uint32_t> addr_lo_;
-  util::LazyColumn<uint16_t> addr_hi_;      // index into addr_high_
-  util::PodBuffer<uint32_t> addr_hi_wide_;  // the upper halves themselves, once addr_high_ is full
-  bool wide_addr_ = false;
+  util::DictColumn<uint32_t> addr_hi_;  // the upper halves
   util::PodBuffer<uint32_t> size_;
   util::PodBuffer<int32_t> time_;
   util::LazyColumn<uint32_t> stack_;
   util::PodBuffer<Action> action_;
-  util::LazyColumn<uint16_t> stream_;
+  util::DictColumn<uint64_t> stream_;
   std::vector<int64_t> time_base_;                                    // per block of 2^kBlockShift events
   std::vector<std::pair<uint64_t, uint64_t>> big_sizes_, big_times_;  // (event index, value), by index
-  std::vector<uint64_t> streams_, addr_high_;
-  std::unordered_map<uint64_t, uint16_t, util::Hasher> stream_ids_, addr_high_ids_;
 };
 
 struct Device {
