@@ -12,9 +12,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <thread>
+#include <utility>
 
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/progress.hpp"
@@ -112,6 +116,11 @@ int guard_mapping(const void* begin, size_t len) {
   return -1;  // more mappings than slots: unguarded, as before
 }
 
+[[noreturn]] void shrank(uint64_t offset, size_t mapped) {
+  throw_at_offset(offset, "the file shrank while it was being read (is it being rewritten?); " + with_commas(mapped) +
+                              " bytes were there when it was opened");
+}
+
 void unguard(int slot) {
   if (slot < 0) return;
   g_guards[slot].len.store(0);
@@ -141,6 +150,7 @@ class Sink {
     if (o_.budget) o_.budget->set(util::Account::Input, used_);
   }
   size_t used() const { return used_; }
+  void input_at(size_t) {}
   util::PodBuffer<uint8_t> take() {
     buf_.resize_uninitialized(used_);
     return std::move(buf_);
@@ -166,8 +176,10 @@ class Sink {
   size_t used_ = 0;
 };
 
-util::PodBuffer<uint8_t> inflate_gzip(std::span<const uint8_t> in, const ReadOptions& o) {
-  Sink out(o, "decompressed gzip data");
+// Decoders write through a sink: Sink (one growing buffer) or StreamSink (the bytes a
+// parser on another thread reads while they arrive).
+template <class Out>
+void inflate_gzip_into(std::span<const uint8_t> in, const ReadOptions& o, Out& out) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) throw InputError("", "cannot initialise zlib");
   struct End {
@@ -189,6 +201,7 @@ util::PodBuffer<uint8_t> inflate_gzip(std::span<const uint8_t> in, const ReadOpt
     consumed += chunk - zs.avail_in;
     out.wrote(n - zs.avail_out);
     ticker.at(consumed);
+    out.input_at(consumed);
     if (rc == Z_STREAM_END) {
       if (consumed == in.size()) break;
       inflateReset(&zs);  // concatenated gzip members
@@ -199,13 +212,12 @@ util::PodBuffer<uint8_t> inflate_gzip(std::span<const uint8_t> in, const ReadOpt
     if (rc != Z_OK && rc != Z_BUF_ERROR)
       throw_at_offset(consumed, "corrupt gzip data: " + std::string(zs.msg ? zs.msg : "error " + std::to_string(rc)));
   }
-  return out.take();
 }
 
-util::PodBuffer<uint8_t> decompress_zstd(std::span<const uint8_t> in, const ReadOptions& o) {
-  // The frame header's content size is not trusted for anything: a 21-byte frame can
-  // claim 15 GiB. The buffer grows with what is actually decompressed.
-  Sink out(o, "decompressed zstd data");
+// The frame header's content size is not trusted for anything: a 21-byte frame can
+// claim 15 GiB. The buffer grows with what is actually decompressed.
+template <class Out>
+void decompress_zstd_into(std::span<const uint8_t> in, const ReadOptions& o, Out& out) {
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   ZSTD_inBuffer src{in.data(), in.size(), 0};
   ProgressTicker ticker(&o.progress, in.size());
@@ -217,10 +229,22 @@ util::PodBuffer<uint8_t> decompress_zstd(std::span<const uint8_t> in, const Read
     last = ZSTD_decompressStream(ctx.get(), &dst, &src);
     out.wrote(dst.pos);
     ticker.at(src.pos);
+    out.input_at(src.pos);
     if (ZSTD_isError(last)) throw_at_offset(src.pos, std::string("corrupt zstd data: ") + ZSTD_getErrorName(last));
     if (src.pos == src.size && last != 0 && dst.pos == 0 && src.pos == before)
       throw_at_offset(src.pos, "truncated zstd stream");
   }
+}
+
+util::PodBuffer<uint8_t> inflate_gzip(std::span<const uint8_t> in, const ReadOptions& o) {
+  Sink out(o, "decompressed gzip data");
+  inflate_gzip_into(in, o, out);
+  return out.take();
+}
+
+util::PodBuffer<uint8_t> decompress_zstd(std::span<const uint8_t> in, const ReadOptions& o) {
+  Sink out(o, "decompressed zstd data");
+  decompress_zstd_into(in, o, out);
   return out.take();
 }
 
@@ -241,6 +265,217 @@ util::PodBuffer<uint8_t> read_all(int fd, const ReadOptions& o, const char* what
 
 }  // namespace
 
+// ---- streaming: decoding on a second thread while the parser reads ----------------------------
+//
+// The decoded bytes go to one reservation of address space (MAP_NORESERVE: untouched pages
+// cost nothing), so they never move and the reader can use [0, ready) while the thread
+// writes past it. The reservation is the most the run may hold (--max-memory, the buffer
+// limit), not what a header claims.
+struct ByteSource::Decoder {
+  std::mutex m;
+  std::condition_variable cv;
+  std::atomic<size_t> ready{0};       // decoded bytes [0, ready) are final
+  std::atomic<uint64_t> consumed{0};  // stored bytes read to decode them
+  std::atomic<bool> cancel{false};    // the reader is gone: stop early
+  std::atomic<bool> finished{false};  // ended, its last progress call made: the reader's turn
+  size_t wanted = 0;                  // under m: the most the reader waited for (lockstep)
+  bool done = false;                  // under m; `error` is set before it
+  std::exception_ptr error;
+  uint8_t* base = nullptr;
+  size_t reserved = 0;   // the most it may decode (the limits), within
+  size_t map_bytes = 0;  // the mapping, in whole 2 MiB pages
+  // What the thread reads, released when it ends.
+  std::span<const uint8_t> in;
+  void* in_map = nullptr;
+  size_t in_map_len = 0;
+  int in_guard = -1;
+  util::PodBuffer<uint8_t> in_owned;
+  std::vector<uint8_t> in_vector;
+  Compression compression = Compression::None;
+  ReadOptions options;
+  std::thread thread;
+
+  ~Decoder() {
+    {
+      std::lock_guard lock(m);
+      cancel.store(true);
+    }
+    cv.notify_all();  // a lockstep decoder may be waiting for the reader
+    if (thread.joinable()) thread.join();
+    release_input();
+    if (base) munmap(base, map_bytes);
+  }
+  void release_input() {
+    unguard(in_guard);
+    in_guard = -1;
+    if (in_map) munmap(in_map, in_map_len);
+    in_map = nullptr;
+    in_owned = util::PodBuffer<uint8_t>();
+    in_vector = std::vector<uint8_t>();
+    in = {};
+  }
+  size_t wait_for(size_t n) {
+    size_t r = ready.load(std::memory_order_acquire);
+    if (r >= n) return r;
+    std::unique_lock lock(m);
+    if (n > wanted) {
+      wanted = n;
+      if (options.stream_lockstep) cv.notify_all();
+    }
+    cv.wait(lock, [&] { return done || ready.load(std::memory_order_acquire) >= n; });
+    return ready.load(std::memory_order_acquire);
+  }
+  std::span<const uint8_t> finish() {
+    size_t n = wait_for(SIZE_MAX);  // always takes the lock, so `error` is visible
+    if (error) std::rethrow_exception(error);
+    return {base, n};
+  }
+  bool reserve(const ReadOptions& o);
+  void run();
+};
+
+namespace {
+
+struct Cancelled {};
+
+// The Sink of a streaming decoder: writes into the reservation and publishes every few MiB.
+class StreamSink {
+ public:
+  StreamSink(ByteSource::Decoder& d, const char* what)
+      : d_(d), what_(what), chunk_(std::max<size_t>(1, d.options.stream_chunk)) {}
+  std::span<uint8_t> room() {
+    if (d_.cancel.load(std::memory_order_relaxed)) throw Cancelled{};
+    if (used_ == d_.reserved) full();
+    return {d_.base + used_, std::min(chunk_, d_.reserved - used_)};
+  }
+  void wrote(size_t n) {
+    used_ += n;
+    if (used_ - published_ >= chunk_) publish();
+  }
+  void input_at(size_t consumed) { consumed_ = consumed; }
+  void publish() {
+    if (d_.options.budget) d_.options.budget->set(util::Account::Input, used_);
+    {
+      std::unique_lock lock(d_.m);
+      if (d_.options.stream_lockstep)  // the reader must be waiting past what it has
+        d_.cv.wait(lock, [&] { return d_.wanted > published_ || d_.cancel.load(); });
+      d_.consumed.store(consumed_, std::memory_order_relaxed);
+      d_.ready.store(used_, std::memory_order_release);
+    }
+    d_.cv.notify_all();
+    published_ = used_;
+  }
+
+ private:
+  [[noreturn]] void full() {
+    uint64_t limit = d_.options.max_buffer_bytes;
+    if (used_ >= limit) too_big(limit, what_);
+    if (d_.options.budget) {
+      d_.options.budget->set(util::Account::Input, used_);
+      d_.options.budget->check_more(util::Account::Input, 1);
+    }
+    too_big(d_.reserved, what_);
+  }
+
+  ByteSource::Decoder& d_;
+  const char* what_;
+  size_t chunk_;
+  size_t used_ = 0;
+  size_t published_ = 0;
+  size_t consumed_ = 0;
+};
+
+}  // namespace
+
+void ByteSource::Decoder::run() {
+  try {
+    bool gz = compression == Compression::Gzip;
+    StreamSink out(*this, gz ? "decompressed gzip data" : "decompressed zstd data");
+    if (gz)
+      inflate_gzip_into(in, options, out);
+    else
+      decompress_zstd_into(in, options, out);
+    out.input_at(in.size());
+    out.publish();
+    if (in_guard >= 0) {
+      uint64_t f = g_guards[in_guard].fault.load();
+      if (f != UINT64_MAX) shrank(f, in_map_len);
+    }
+  } catch (const Cancelled&) {
+  } catch (...) {
+    error = std::current_exception();
+  }
+  release_input();
+  {
+    std::lock_guard lock(m);
+    done = true;
+    finished.store(true, std::memory_order_release);
+  }
+  cv.notify_all();
+}
+
+// Reserves the address space for the decoded bytes; false when it cannot (the caller then
+// decodes the usual way, before parsing).
+bool ByteSource::Decoder::reserve(const ReadOptions& o) {
+  if (!o.stream) return false;
+  uint64_t want = o.max_buffer_bytes;
+  if (o.budget) want = std::min(want, o.budget->left());
+  constexpr uint64_t kHuge = uint64_t{2} << 20;
+  if (want == 0 || want > (uint64_t{1} << 46)) return false;
+  uint64_t whole = (want + kHuge - 1) & ~(kHuge - 1);
+  size_t span = size_t(whole + kHuge);
+  void* area = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (area == MAP_FAILED) return false;
+  // 2 MiB-aligned, advised huge pages: first-touch faults of 4 KiB pages would cost as much
+  // as the decoding (see pod_buffer.hpp).
+  auto start = reinterpret_cast<uintptr_t>(area);
+  uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t(kHuge - 1);
+  if (aligned > start) munmap(area, aligned - start);
+  size_t tail = span - (aligned - start) - size_t(whole);
+  if (tail) munmap(reinterpret_cast<void*>(aligned + whole), tail);
+  base = reinterpret_cast<uint8_t*>(aligned);
+  map_bytes = size_t(whole);
+  reserved = size_t(want);
+  madvise(base, map_bytes, MADV_HUGEPAGE);
+  options = o;
+  return true;
+}
+
+ByteSource ByteSource::stream(std::unique_ptr<Decoder> d, std::span<const uint8_t> in) {
+  ByteSource s;
+  s.stored_bytes_ = in.size();
+  s.compression_ = detect_compression(in);
+  d->in = in;
+  d->compression = s.compression_;
+  Decoder* raw = d.get();
+  d->thread = std::thread([raw] { raw->run(); });
+  s.decoder_ = std::move(d);
+  return s;
+}
+
+std::span<const uint8_t> ByteSource::data() const {
+  return decoder_ ? decoder_->finish() : data_;
+}
+
+const uint8_t* ByteSource::begin() const {
+  return decoder_ ? decoder_->base : data_.data();
+}
+
+size_t ByteSource::wait_for(size_t n) const {
+  return decoder_ ? decoder_->wait_for(n) : data_.size();
+}
+
+std::optional<uint64_t> ByteSource::decoded_size() const {
+  if (!decoder_) return data_.size();
+  if (!decoder_->finished.load(std::memory_order_acquire)) return std::nullopt;
+  return decoder_->ready.load(std::memory_order_acquire);
+}
+
+std::span<const uint8_t> ByteSource::head(size_t n) const {
+  if (!decoder_) return data_.first(std::min(n, data_.size()));
+  return {decoder_->base, std::min(n, decoder_->wait_for(n))};
+}
+
 ByteSource::ByteSource(ByteSource&& o) noexcept {
   *this = std::move(o);
 }
@@ -255,6 +490,7 @@ ByteSource& ByteSource::operator=(ByteSource&& o) noexcept {
     guard_ = o.guard_;
     stored_bytes_ = o.stored_bytes_;
     compression_ = o.compression_;
+    decoder_ = std::move(o.decoder_);
     o.map_ = nullptr;
     o.map_len_ = 0;
     o.guard_ = -1;
@@ -275,18 +511,23 @@ void ByteSource::release() {
   map_len_ = 0;
   data_ = {};
   buffer_ = util::PodBuffer<uint8_t>();
+  decoder_.reset();  // stops and joins a decoder still running
 }
 
 Encoding ByteSource::encoding() const {
-  for (uint8_t c : data_.subspan(utf8_bom(data_))) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
-    return (c == '{' || c == '[') ? Encoding::Json : Encoding::Pickle;
+  // The first 64 KiB decide unless they are all blank (then everything is read).
+  std::span<const uint8_t> b = head(size_t{64} << 10);
+  for (int pass = 0; pass < 2; ++pass, b = data()) {
+    for (uint8_t c : b.subspan(utf8_bom(b))) {
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+      return (c == '{' || c == '[') ? Encoding::Json : Encoding::Pickle;
+    }
   }
   return Encoding::Pickle;
 }
 
 void ByteSource::check_text_encoding() const {
-  std::span<const uint8_t> b = data_;
+  std::span<const uint8_t> b = head(4);
   const char* name = nullptr;
   if (b.size() >= 4 && b[0] == 0xFF && b[1] == 0xFE && b[2] == 0 && b[3] == 0)
     name = "UTF-32 (little-endian)";
@@ -314,14 +555,21 @@ void ByteSource::check_intact() const {
   if (guard_ < 0) return;
   uint64_t f = g_guards[guard_].fault.load();
   if (f == UINT64_MAX) return;
-  throw_at_offset(f, "the file shrank while it was being read (is it being rewritten?); " + with_commas(map_len_) +
-                         " bytes were there when it was opened");
+  shrank(f, map_len_);
 }
 
 ByteSource ByteSource::from_bytes(std::vector<uint8_t> bytes, const ReadOptions& options) {
   ByteSource s;
   s.stored_bytes_ = bytes.size();
   s.compression_ = detect_compression(bytes);
+  if (s.compression_ != Compression::None) {
+    auto d = std::make_unique<Decoder>();
+    if (d->reserve(options)) {
+      d->in_vector = std::move(bytes);
+      std::span<const uint8_t> in(d->in_vector);
+      return stream(std::move(d), in);
+    }
+  }
   switch (s.compression_) {
     case Compression::Gzip: s.buffer_ = inflate_gzip(bytes, options); break;
     case Compression::Zstd: s.buffer_ = decompress_zstd(bytes, options); break;
@@ -382,6 +630,12 @@ ByteSource ByteSource::open(const std::string& path, const ReadOptions& options)
       s.data_ = bytes;
       return s;
     }
+    if (auto d = std::make_unique<Decoder>(); d->reserve(options)) {  // the mapping goes with the decoder
+      d->in_map = std::exchange(s.map_, nullptr);
+      d->in_map_len = std::exchange(s.map_len_, 0);
+      d->in_guard = std::exchange(s.guard_, -1);
+      return stream(std::move(d), bytes);
+    }
     // Decompress, then let the mapping go (the destructor of a moved-from source would too).
     util::PodBuffer<uint8_t> out =
         s.compression_ == Compression::Gzip ? inflate_gzip(bytes, options) : decompress_zstd(bytes, options);
@@ -398,6 +652,13 @@ ByteSource ByteSource::open(const std::string& path, const ReadOptions& options)
   s.stored_bytes_ = raw.size();
   std::span<const uint8_t> bytes(raw.data(), raw.size());
   s.compression_ = detect_compression(bytes);
+  if (s.compression_ != Compression::None) {
+    if (auto d = std::make_unique<Decoder>(); d->reserve(options)) {
+      d->in_owned = std::move(raw);
+      std::span<const uint8_t> in(d->in_owned.data(), d->in_owned.size());
+      return stream(std::move(d), in);
+    }
+  }
   if (s.compression_ == Compression::None) {
     s.buffer_ = std::move(raw);
     s.data_ = std::span<const uint8_t>(s.buffer_.data(), s.buffer_.size());

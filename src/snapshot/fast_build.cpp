@@ -470,8 +470,16 @@ struct Span {
 
 class FastBuilder {
  public:
-  FastBuilder(std::span<const uint8_t> in, util::MemoryBudget* budget, const ProgressFn* progress)
-      : begin_(in.data()), p_(in.data()), end_(in.data() + in.size()), budget_(budget), ticker_(progress, in.size()) {
+  // `arriving`: the source of a streaming input, whose bytes past `in` are still being
+  // decoded (nullptr: `in` is all of it).
+  FastBuilder(std::span<const uint8_t> in, const io::ByteSource* arriving, util::MemoryBudget* budget,
+              const ProgressFn* progress, uint64_t progress_total)
+      : begin_(in.data()),
+        p_(in.data()),
+        end_(in.data() + in.size()),
+        arriving_(arriving),
+        budget_(budget),
+        ticker_(progress, progress_total) {
     stack_.reserve(1024);
     opens_.reserve(256);
   }
@@ -480,8 +488,17 @@ class FastBuilder {
 
  private:
   // ---- reading ------------------------------------------------------------------------
-  void need(uint64_t n) const {
-    if (uint64_t(end_ - p_) < n) bail();
+  void need(uint64_t n) {
+    if (uint64_t(end_ - p_) < n && !more(p_, n)) bail();
+  }
+  // A streaming input: waits until `n` bytes from `p` have arrived. False when the input
+  // ended (or failed) short of them.
+  [[gnu::noinline]] bool more(const uint8_t* p, uint64_t n) {
+    if (!arriving_) return false;
+    uint64_t at = off(p);
+    size_t want = n > SIZE_MAX - at ? SIZE_MAX : size_t(at + n);
+    end_ = begin_ + arriving_->wait_for(want);
+    return uint64_t(end_ - p) >= n;
   }
   template <class T>
   T rd() {
@@ -643,7 +660,7 @@ class FastBuilder {
   uint32_t decode_span(const uint8_t* a, const uint8_t* b);
   uint32_t extend_stack(uint32_t base, std::span<const FrameId> more);
   bool try_event(uint32_t parent_rec);
-  void skip_frame_ops(const uint8_t*& q) const;
+  void skip_frame_ops(const uint8_t*& q);
 
   Device& device(int64_t index) {
     if (index < 0 || index > 65535) bail();
@@ -660,7 +677,8 @@ class FastBuilder {
 
   const uint8_t* begin_;
   const uint8_t* p_;
-  const uint8_t* end_;
+  const uint8_t* end_;              // what has arrived
+  const io::ByteSource* arriving_;  // more may arrive from here (nullptr: none)
   util::MemoryBudget* budget_;
   ProgressTicker ticker_;                      // the progress line: reported from account(), every MiB
   uint64_t next_account_ = uint64_t{1} << 20;  // input offset of the next memory check
@@ -1243,13 +1261,13 @@ bool FastBuilder::try_frames_span(uint32_t rec) {
   return true;
 }
 
-void FastBuilder::skip_frame_ops(const uint8_t*& q) const {
+void FastBuilder::skip_frame_ops(const uint8_t*& q) {
   while (q < end_ && *q == 0x95) {
-    if (end_ - q < 9) bail();
+    if (end_ - q < 9 && !more(q, 9)) bail();
     uint64_t n;
     std::memcpy(&n, q + 1, 8);
     q += 9;
-    if (n > uint64_t(end_ - q)) bail();
+    if (n > uint64_t(end_ - q) && !more(q, n)) bail();
   }
 }
 
@@ -1486,7 +1504,7 @@ void FastBuilder::account() {
 
 FastResult FastBuilder::run() {
   for (;;) {
-    if (p_ >= end_) bail();
+    if (p_ >= end_ && !more(p_, 1)) bail();
     if (off(p_) >= next_account_) [[unlikely]]
       account();
     uint8_t c = *p_++;
@@ -1499,7 +1517,7 @@ FastResult FastBuilder::run() {
       }
       case 0x95: {  // FRAME: a buffering hint
         uint64_t n = rd<uint64_t>();
-        if (n > uint64_t(end_ - p_)) bail();
+        if (n > uint64_t(end_ - p_) && !more(p_, n)) bail();  // streaming: the frame is there
         break;
       }
       case '.': {  // STOP
@@ -1735,10 +1753,12 @@ Snapshot FastBuilder::renumber() {
 
 }  // namespace
 
-std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget,
-                                     const ProgressFn* progress) {
+namespace {
+
+std::optional<FastResult> build(std::span<const uint8_t> input, const io::ByteSource* arriving,
+                                util::MemoryBudget* budget, const ProgressFn* progress, uint64_t progress_total) {
   try {
-    FastBuilder b(input, budget, progress);
+    FastBuilder b(input, arriving, budget, progress, progress_total);
     return b.run();
   } catch (const Bail& b) {
     // MEMSNAP_FAST_DEBUG=1 says where the fast path gave up (for profiling real files).
@@ -1746,6 +1766,32 @@ std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::Memor
       std::fprintf(stderr, "memsnap: fast path: generic path used (fast_build.cpp:%d)\n", b.line);
     return std::nullopt;
   }
+}
+
+}  // namespace
+
+std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget,
+                                     const ProgressFn* progress) {
+  return build(input, nullptr, budget, progress, input.size());
+}
+
+std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget,
+                                     const ProgressFn* progress) {
+  if (!source.streaming()) return fast_build(source.data(), budget, progress);
+  // The decoder reports its progress in stored bytes while it runs; the parse takes over,
+  // in decoded bytes, once their number is known.
+  ProgressFn parsed;
+  if (progress && *progress)
+    parsed = [&](uint64_t done, uint64_t) {
+      if (auto total = source.decoded_size()) (*progress)(std::min(done, *total), *total);
+    };
+  std::span<const uint8_t> now(source.begin(), source.wait_for(1));
+  auto out = build(now, &source, budget, &parsed, UINT64_MAX);
+  if (out && parsed) {
+    source.wait_for(SIZE_MAX);
+    parsed(UINT64_MAX, 0);  // done: a parse that ended before the decoder still shows its end
+  }
+  return out;
 }
 
 }  // namespace memsnap::snapshot::detail

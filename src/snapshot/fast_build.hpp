@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 
+#include "memsnap/io/byte_source.hpp"
 #include "memsnap/snapshot/model.hpp"
 #include "memsnap/util/memory_budget.hpp"
 #include "memsnap/util/progress.hpp"
@@ -25,6 +26,12 @@ struct FastResult {
 /// The memory bound is the one exception: passing it throws InputError, as the
 /// generic path would (its value graph is larger, so it would pass it too).
 std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget = nullptr,
+                                     const ProgressFn* progress = nullptr);
+/// The same from a source whose bytes may still be arriving (io::ReadOptions::stream): the
+/// parse waits at each pickle FRAME for the decoder, which runs ahead on another core.
+/// Progress then counts stored (compressed) bytes. A decoding error is not reported here:
+/// the parse stops short (nullopt) and the source's data() throws it.
+std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget = nullptr,
                                      const ProgressFn* progress = nullptr);
 
 }  // namespace memsnap::snapshot::detail

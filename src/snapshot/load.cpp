@@ -15,24 +15,24 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
   Loaded out;
   out.input.path = path;
   out.input.bytes = src.stored_bytes();
-  out.input.decoded_bytes = src.data().size();
   out.input.compression = src.compression();
   out.input.encoding = src.encoding();
   src.check_text_encoding();
   BuildOptions build;
-  build.input_bytes = src.data().size();
   build.budget = &budget;
   if (out.input.encoding == io::Encoding::Json) {
+    build.input_bytes = src.data().size();
     auto text = src.data().subspan(io::utf8_bom(src.data()));  // a UTF-8 byte order mark is fine
     pickle::ValueGraph g = pickle::read_json(text, &budget);
     out.snapshot = build_snapshot(g, build);
-  } else if (auto fast = detail::fast_build(src.data(), &budget, &options.progress)) {
+  } else if (auto fast = detail::fast_build(src, &budget, &options.progress)) {
     // The schema-directed path: the same model, without a value graph (see fast_build.cpp).
     out.input.pickle_protocol = fast->protocol;
     out.snapshot = std::move(fast->snapshot);
   } else {
     budget.set(util::Account::Model, 0);
     budget.set(util::Account::Parse, 0);
+    build.input_bytes = src.data().size();
     pickle::PickleInfo info;
     pickle::Limits limits = options.limits;
     limits.budget = &budget;
@@ -41,6 +41,9 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
     out.input.pickle_protocol = info.protocol;
     out.snapshot = build_snapshot(g, build);
   }
+  // A streaming decoder may still be reading past the pickle's end: this waits for it and
+  // throws its error, as decoding first would have.
+  out.input.decoded_bytes = src.data().size();
   for (auto& d : out.snapshot.devices) d.trace.trim();  // the model is complete: no more growth
   budget.set(util::Account::Parse, 0);
   return out;
@@ -54,6 +57,7 @@ Loaded decode(const io::ByteSource& src, const std::string& path, const LoadOpti
     return out;
   } catch (const InputError& e) {
     src.check_intact();  // a file cut short under us explains any error
+    (void)src.data();    // so does a decoding error (a streaming decoder reports it only here)
     // Offsets into decompressed data are not offsets into the file: say which they are.
     if (src.compression() != io::Compression::None && e.location().rfind("offset ", 0) == 0)
       throw InputError("decoded " + e.location(), e.message());
@@ -67,6 +71,7 @@ Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
   auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
   io::ReadOptions read = options.read;
   read.budget = budget.get();
+  read.stream = true;  // decode on the second core while parsing
   if (options.progress) read.progress = options.progress;
   Loaded out;
   {
@@ -82,6 +87,7 @@ Loaded load_snapshot_bytes(std::vector<uint8_t> bytes, const std::string& name, 
   auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
   io::ReadOptions read = options.read;
   read.budget = budget.get();
+  read.stream = true;
   if (options.progress) read.progress = options.progress;
   Loaded out;
   {

@@ -8,7 +8,7 @@ namespace memsnap::util {
 
 uint64_t MemoryBudget::used() const {
   uint64_t sum = 0;
-  for (uint64_t h : held_) sum += h;
+  for (const auto& h : held_) sum += h.load(std::memory_order_relaxed);
   return sum;
 }
 
@@ -18,7 +18,7 @@ void MemoryBudget::exceeded(uint64_t wanted) const {
 }
 
 void MemoryBudget::set(Account a, uint64_t bytes) {
-  held_[static_cast<std::size_t>(a)] = bytes;
+  held_[static_cast<std::size_t>(a)].store(bytes, std::memory_order_relaxed);
   uint64_t u = used();
   if (u > limit_) exceeded(u);
 }

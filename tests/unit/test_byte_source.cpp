@@ -334,3 +334,111 @@ TEST_CASE("UTF-8 byte order mark and UTF-16 text") {
     }
   }
 }
+
+namespace {
+
+ReadOptions streaming(size_t chunk, uint64_t limit = uint64_t{16} << 30) {
+  ReadOptions o;
+  o.stream = true;
+  o.stream_chunk = chunk;
+  o.max_buffer_bytes = limit;
+  return o;
+}
+
+// The error a streaming source reports from data(); it must not throw before.
+InputError stream_error_of(const std::vector<uint8_t>& bytes, const ReadOptions& options) {
+  ByteSource s = ByteSource::from_bytes(bytes, options);
+  CHECK(s.streaming());
+  try {
+    (void)s.data();
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("no InputError was thrown by data()");
+  return InputError("", "");
+}
+
+}  // namespace
+
+TEST_CASE("streaming: the decoder on its own thread gives the same bytes as decoding first") {
+  std::vector<uint8_t> big(7'000'003);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  const std::vector<uint8_t> small = sample_pickle();
+  struct Case {
+    const char* name;
+    const std::vector<uint8_t>* plain;
+    std::vector<uint8_t> stored;
+    size_t chunk;
+  };
+  std::vector<Case> cases = {{"gzip, small, 1-byte chunks", &small, gzip(small), 1},
+                             {"zstd, small, 7-byte chunks", &small, zstd(small, false), 7},
+                             {"gzip, 7 MB", &big, gzip(big), 4096},
+                             {"zstd, 7 MB, sized", &big, zstd(big, true), 65536},
+                             {"zstd, 7 MB, default chunks", &big, zstd(big, false), size_t{4} << 20}};
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    ByteSource s = ByteSource::from_bytes(c.stored, streaming(c.chunk));
+    REQUIRE(s.streaming());
+    CHECK(s.stored_bytes() == c.stored.size());
+    // What has arrived is already final: a prefix of the decoded bytes.
+    size_t n = s.wait_for(5000);
+    CHECK(n >= std::min<size_t>(5000, c.plain->size()));
+    CHECK(std::equal(s.begin(), s.begin() + n, c.plain->begin()));
+    CHECK(s.encoding() == Encoding::Pickle);
+    REQUIRE(s.data().size() == c.plain->size());
+    CHECK(std::equal(c.plain->begin(), c.plain->end(), s.data().begin()));
+    CHECK(s.wait_for(SIZE_MAX) == c.plain->size());
+    CHECK(s.decoded_size() == std::optional<uint64_t>(c.plain->size()));
+    ByteSource moved = std::move(s);
+    CHECK(moved.data().size() == c.plain->size());
+  }
+  SUBCASE("a source dropped before it is read stops its decoder") {
+    // Must return promptly: the decoder sees the cancel between chunks (a hang fails the run).
+    for (int i = 0; i < 20; ++i) ByteSource::from_bytes(zstd(big, false), streaming(64));
+  }
+  SUBCASE("a compressed file opened from disk") {
+    auto path = memsnap::test::testdata("snapgen/train_zst.pickle.zst");
+    ByteSource s = ByteSource::open(path.string(), streaming(1000));
+    ByteSource whole = ByteSource::open(path.string());
+    CHECK(s.streaming());
+    CHECK_FALSE(whole.streaming());
+    CHECK(std::vector<uint8_t>(s.data().begin(), s.data().end()) ==
+          std::vector<uint8_t>(whole.data().begin(), whole.data().end()));
+  }
+}
+
+TEST_CASE("streaming: every decoding error is the one decoding first gives, from data()") {
+  auto gz = memsnap::test::read_bytes(memsnap::test::testdata("snapgen/train_gz.pickle.gz"));
+  auto zs = memsnap::test::read_bytes(memsnap::test::testdata("snapgen/train_zst.pickle.zst"));
+  auto with = [](std::vector<uint8_t> v, size_t at, uint8_t x) {
+    v[at] ^= x;
+    return v;
+  };
+  std::vector<std::pair<const char*, std::vector<uint8_t>>> bad = {
+      {"gzip cut in half", std::vector<uint8_t>(gz.begin(), gz.begin() + ptrdiff_t(gz.size() / 2))},
+      {"gzip without its trailer", std::vector<uint8_t>(gz.begin(), gz.end() - 4)},
+      {"zstd cut in half", std::vector<uint8_t>(zs.begin(), zs.begin() + ptrdiff_t(zs.size() / 2))},
+      {"gzip, unknown method", with(gz, 2, 0x07 ^ gz[2])},
+      {"gzip, wrong CRC", with(gz, gz.size() - 8, 0xFF)},
+      {"zstd, reserved header bit", with(zs, 4, 0x08)}};
+  for (size_t chunk : {size_t{13}, size_t{4} << 20}) {
+    for (const auto& [name, bytes] : bad) {
+      CAPTURE(name);
+      CAPTURE(chunk);
+      InputError first = error_of(bytes);
+      InputError streamed = stream_error_of(bytes, streaming(chunk));
+      CHECK(streamed.location() == first.location());
+      CHECK(streamed.message() == first.message());
+    }
+  }
+  SUBCASE("the buffer limit") {
+    const std::vector<uint8_t> plain = sample_pickle();
+    for (auto stored : {gzip(plain), zstd(plain, false)}) {
+      ReadOptions limited;
+      limited.max_buffer_bytes = 1000;
+      InputError first = error_of(stored, limited);
+      InputError streamed = stream_error_of(stored, streaming(100, 1000));
+      CHECK(streamed.message() == first.message());
+    }
+  }
+}

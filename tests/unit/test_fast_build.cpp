@@ -2,7 +2,9 @@
 // tables and order included) on every fixture and real file, and gives way to the
 // generic path on every form it does not handle.
 #include <doctest/doctest.h>
+#include <zstd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -99,7 +101,68 @@ bool compare_paths(const std::vector<uint8_t>& raw) {
   return true;
 }
 
+std::vector<uint8_t> zstd_of(const std::vector<uint8_t>& in) {
+  std::vector<uint8_t> out(ZSTD_compressBound(in.size()));
+  size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 1);
+  REQUIRE_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+// Parses `plain` compressed, while a decoder thread publishes `chunk` bytes at a time; in
+// lockstep the decoder publishes only once the parse waits, so the parse meets every chunk
+// boundary (an opcode, a FRAME, the middle of an event dict or a frames list). The model
+// must be the one parsing the whole buffer gives.
+void check_streamed(const std::vector<uint8_t>& plain, size_t chunk, bool lockstep) {
+  CAPTURE(chunk);
+  auto whole = detail::fast_build(plain);
+  io::ReadOptions o;
+  o.stream = true;
+  o.stream_chunk = chunk;
+  o.stream_lockstep = lockstep;
+  // Progress: the decoder's phase (stored bytes), then the parse's (decoded bytes), each
+  // moving forward, never both at once, ending at the decoded size.
+  std::atomic<int> calls_in_flight{0};
+  bool overlapped = false, backwards = false;
+  uint64_t last = 0, last_total = 0;
+  ProgressFn progress = [&](uint64_t done, uint64_t total) {
+    overlapped |= calls_in_flight.fetch_add(1) != 0;
+    if (total != last_total) last = 0;
+    backwards |= done < last || done > total;
+    last = done, last_total = total;
+    calls_in_flight.fetch_sub(1);
+  };
+  o.progress = progress;
+  io::ByteSource src = io::ByteSource::from_bytes(zstd_of(plain), o);
+  REQUIRE(src.streaming());
+  auto streamed = detail::fast_build(src, nullptr, &progress);
+  CHECK_FALSE(overlapped);
+  CHECK_FALSE(backwards);
+  if (streamed) CHECK((last == plain.size() && last_total == plain.size()));
+  REQUIRE(streamed.has_value() == whole.has_value());
+  if (!whole) return;
+  CHECK(streamed->protocol == whole->protocol);
+  check_same(streamed->snapshot, whole->snapshot);
+}
+
 }  // namespace
+
+TEST_CASE("fast path: a compressed input parsed while it is decoded gives the same model") {
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
+    std::string name = entry.path().filename().string();
+    if (!name.ends_with(".pickle")) continue;
+    CAPTURE(name);
+    auto plain = test::read_bytes(entry.path());
+    check_streamed(plain, size_t{1} << 20, false);
+    check_streamed(plain, 61, true);
+    check_streamed(plain, 1, true);
+    ++files;
+  }
+  CHECK(files >= 20);
+  // Real files span many 64 KiB pickle frames: events and frames lists cross them.
+  test::each_realdata([&](const std::filesystem::path& p) { check_streamed(test::read_bytes(p), 4099, true); });
+}
 
 TEST_CASE("fast path: the same model as the generic path on every snapgen fixture") {
   size_t fast = 0, files = 0;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +29,17 @@ struct ReadOptions {
   /// The run's memory bound: buffers are counted as util::Account::Input and
   /// stop growing at what it leaves (nullptr: max_buffer_bytes alone).
   util::MemoryBudget* budget = nullptr;
+  /// Decode compressed input on a second thread while the caller parses what has
+  /// arrived (ByteSource::wait_for), instead of decoding it all first. A decoding error
+  /// then surfaces from data() rather than from open(). `progress` is called from that
+  /// thread until decoded_size() is known, never at the same time as by the reader.
+  bool stream = false;
+  /// While streaming, the decoder publishes this many bytes at a time (tests make it small,
+  /// so that the reader catches up with the decoder and waits).
+  size_t stream_chunk = size_t{4} << 20;
+  /// Tests: the decoder publishes its next chunk only once the reader waits for it, so
+  /// that the reader meets every chunk boundary.
+  bool stream_lockstep = false;
 };
 
 /// Owns the bytes of one input. Compression and encoding are detected from the
@@ -43,8 +55,22 @@ class ByteSource {
   ByteSource& operator=(ByteSource&&) noexcept;
   ~ByteSource();
 
-  /// The decoded bytes (after decompression).
-  std::span<const uint8_t> data() const { return data_; }
+  /// The decoded bytes (after decompression). While a compressed input is still being
+  /// decoded (ReadOptions::stream), waits for the end and throws the decoder's InputError
+  /// if it failed.
+  std::span<const uint8_t> data() const;
+  /// True when the decoded bytes arrive while they are read: begin() and wait_for().
+  bool streaming() const { return decoder_ != nullptr; }
+  /// The first decoded byte: [begin(), begin() + wait_for(n)) may be read at once.
+  const uint8_t* begin() const;
+  /// Waits until `n` decoded bytes are there or decoding stopped (at the end, or on an
+  /// error that data() reports); returns how many there are. Never throws.
+  size_t wait_for(size_t n) const;
+  /// The number of decoded bytes once decoding has ended; nullopt while a streaming
+  /// decoder still runs (it reports its own progress, in stored bytes, until then).
+  std::optional<uint64_t> decoded_size() const;
+
+  struct Decoder;  // byte_source.cpp: the decoding thread and what it shares with the reader
   /// Size of the input as stored (compressed size for compressed inputs).
   uint64_t stored_bytes() const { return stored_bytes_; }
   Compression compression() const { return compression_; }
@@ -62,6 +88,8 @@ class ByteSource {
  private:
   ByteSource() = default;
   void release();
+  static ByteSource stream(std::unique_ptr<Decoder> d, std::span<const uint8_t> in);
+  std::span<const uint8_t> head(size_t n) const;
 
   std::span<const uint8_t> data_;
   util::PodBuffer<uint8_t> buffer_;  // owns data_ unless mapped
@@ -70,6 +98,7 @@ class ByteSource {
   int guard_ = -1;  // slot in the SIGBUS guard while mapped
   uint64_t stored_bytes_ = 0;
   Compression compression_ = Compression::None;
+  std::unique_ptr<Decoder> decoder_;
 };
 
 /// Bytes of a UTF-8 byte order mark at the start of `bytes` (0 or 3).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -17,6 +18,7 @@ enum class Account : uint8_t {
   kCount
 };
 
+/// Thread-safe: a decoder thread sets Input while the parser sets Parse and Model.
 class MemoryBudget {
  public:
   static constexpr uint64_t kDefault = uint64_t{4} << 30;  // fits a laptop
@@ -34,7 +36,7 @@ class MemoryBudget {
  private:
   [[noreturn]] void exceeded(uint64_t wanted) const;
   uint64_t limit_;
-  std::array<uint64_t, static_cast<std::size_t>(Account::kCount)> held_{};
+  std::array<std::atomic<uint64_t>, static_cast<std::size_t>(Account::kCount)> held_{};
 };
 
 }  // namespace memsnap::util
