@@ -423,20 +423,11 @@ bool ByteSource::Decoder::reserve(const ReadOptions& o) {
   constexpr uint64_t kHuge = uint64_t{2} << 20;
   if (want == 0 || want > (uint64_t{1} << 46)) return false;
   uint64_t whole = (want + kHuge - 1) & ~(kHuge - 1);
-  size_t span = size_t(whole + kHuge);
-  void* area = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (area == MAP_FAILED) return false;
-  // 2 MiB-aligned, advised huge pages: first-touch faults of 4 KiB pages would cost as much
-  // as the decoding (see pod_buffer.hpp).
-  auto start = reinterpret_cast<uintptr_t>(area);
-  uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t(kHuge - 1);
-  if (aligned > start) munmap(area, aligned - start);
-  size_t tail = span - (aligned - start) - size_t(whole);
-  if (tail) munmap(reinterpret_cast<void*>(aligned + whole), tail);
-  base = reinterpret_cast<uint8_t*>(aligned);
+  // Huge pages: first-touch faults of 4 KiB pages would cost as much as the decoding.
+  base = static_cast<uint8_t*>(util::map_huge_aligned(size_t(whole), MAP_NORESERVE));
+  if (base == nullptr) return false;
   map_bytes = size_t(whole);
   reserved = size_t(want);
-  madvise(base, map_bytes, MADV_HUGEPAGE);
   options = o;
   return true;
 }

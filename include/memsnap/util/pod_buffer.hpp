@@ -18,6 +18,25 @@
 
 namespace memsnap::util {
 
+/// A fresh read-write anonymous mapping of `bytes` (a multiple of 2 MiB) starting on a
+/// 2 MiB boundary and advised MADV_HUGEPAGE; nullptr when it cannot be made. `flags` are
+/// added to mmap's (MAP_NORESERVE for a reservation that is mostly never touched).
+inline void* map_huge_aligned(size_t bytes, int flags = 0) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  size_t span = bytes + kHuge;
+  void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto base = reinterpret_cast<uintptr_t>(m);
+  uintptr_t start = (base + kHuge - 1) & ~uintptr_t(kHuge - 1);
+  if (start > base) munmap(m, start - base);
+  if (base + span > start + bytes) munmap(reinterpret_cast<void*>(start + bytes), base + span - (start + bytes));
+  void* q = reinterpret_cast<void*>(start);
+#ifdef MADV_HUGEPAGE
+  madvise(q, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+#endif
+  return q;
+}
+
 template <class T>
 class PodBuffer {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -97,19 +116,9 @@ class PodBuffer {
     else
       std::free(p_);
   }
-  /// A fresh mapping of `bytes` (a multiple of 2 MiB) starting on a 2 MiB boundary.
   static void* map_aligned(size_t bytes) {
-    size_t span = bytes + kHugePage;
-    void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    auto base = reinterpret_cast<uintptr_t>(m);
-    uintptr_t start = (base + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
-    if (start > base) munmap(m, start - base);
-    if (base + span > start + bytes) munmap(reinterpret_cast<void*>(start + bytes), base + span - (start + bytes));
-    void* q = reinterpret_cast<void*>(start);
-#ifdef MADV_HUGEPAGE
-    madvise(q, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
+    void* q = map_huge_aligned(bytes);
+    if (q == nullptr) throw std::bad_alloc();
     return q;
   }
   void grow_to(size_t n) {
