@@ -6,11 +6,13 @@
 
 #include <atomic>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "../../src/snapshot/fast_build.hpp"
 #include "memsnap/io/byte_source.hpp"
+#include "memsnap/pickle/pickler.hpp"
 #include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/snapshot/builder.hpp"
 #include "memsnap/util/error.hpp"
@@ -185,6 +187,132 @@ TEST_CASE("fast path: the same model as the generic path on every real file") {
   size_t files =
       test::each_realdata([&](const std::filesystem::path& p) { fast += compare_paths(test::read_bytes(p)); });
   if (files) CHECK(fast * 10 >= files * 8);  // legacy history files take the generic path
+}
+
+TEST_CASE("fast path: the end of a run of memo GETs, against an op-by-op scan") {
+  // The reference: one op at a time, stopping at the first byte that does not begin a
+  // whole GET before the end.
+  auto reference = [](const uint8_t* q, const uint8_t* end) {
+    for (;;) {
+      if (end - q >= 2 && *q == 'h')
+        q += 2;
+      else if (end - q >= 5 && *q == 'j')
+        q += 5;
+      else
+        return q;
+    }
+  };
+  uint64_t x = 0x13198A2E03707344ull;
+  auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  size_t checked = 0;
+  for (int round = 0; round < 20000; ++round) {
+    // Runs of 'h' only, 'j' only, alternating, random; argument bytes that are themselves
+    // 'h' or 'j' half the time (an argument must never be read as an opcode); then a stop
+    // byte, or the end of the input, at every offset.
+    std::vector<uint8_t> buf;
+    int mix = int(next() % 4);
+    bool tricky_args = next() % 2;
+    size_t ops = next() % 40;
+    for (size_t i = 0; i < ops; ++i) {
+      bool h = mix == 0 ? true : mix == 1 ? false : mix == 2 ? (i % 2 == 0) : (next() % 2 == 0);
+      buf.push_back(h ? 'h' : 'j');
+      for (int k = 0; k < (h ? 1 : 4); ++k) buf.push_back(tricky_args ? uint8_t("hj"[next() % 2]) : uint8_t(next()));
+    }
+    size_t tail = next() % 50;  // more bytes after the run, or none
+    for (size_t i = 0; i < tail; ++i) buf.push_back(uint8_t("hje("[next() % 4]));
+    size_t cut = buf.size() - size_t(next() % (buf.size() + 1) % 8);  // the input may end early
+    const uint8_t* b = buf.data();
+    CAPTURE(round);
+    REQUIRE(detail::skip_memo_gets(b, b + cut) == reference(b, b + cut));
+    ++checked;
+  }
+  CHECK(checked == 20000);
+}
+
+// A traceback is a run of memo GETs: BINGET ('h' and one byte) for frame dicts memoized
+// below 256, LONG_BINGET ('j' and four) above. The fast path finds the run's end 32 bytes
+// at a time from bit masks, with a scalar scan for the last bytes; a wrong end would give
+// another stack or another event. Runs of one kind, alternating and random mixes, of every
+// length up to 80, repeated (the span cache) and not, near the end of the input and cut
+// by a streaming decoder's chunks: the model must be the generic path's.
+TEST_CASE("fast path: tracebacks of BINGET and LONG_BINGET of every mix and length") {
+  uint64_t x = 0x243F6A8885A308D3ull;
+  auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  for (int round = 0; round < 24; ++round) {
+    CAPTURE(round);
+    std::ostringstream os;
+    pickle::Pickler p(os);
+    auto event_head = [&](uint64_t addr) {
+      p.begin_dict();
+      p.str("action");
+      p.str("alloc");
+      p.str("addr");
+      p.uinteger(addr);
+      p.str("size");
+      p.integer(512);
+      p.str("stream");
+      p.integer(0);
+      p.str("frames");
+    };
+    p.begin_dict();
+    p.str("segments");
+    p.begin_list();
+    p.end_list();
+    p.str("device_traces");
+    p.begin_list();
+    p.begin_list();
+    event_head(1 << 20);  // the first event writes 600 frame dicts, memo 0 to 599
+    p.begin_list();
+    std::vector<uint32_t> memo;
+    for (int i = 0; i < 600; ++i) {
+      p.begin_dict();
+      p.str("filename");
+      p.str("model.py");
+      p.str("name");
+      p.str("f" + std::to_string(i));
+      p.str("line");
+      p.integer(i);
+      p.end_dict();
+      memo.push_back(p.memoize());
+    }
+    p.end_list();
+    p.end_dict();
+    REQUIRE(memo.back() == 599);
+    std::vector<std::vector<uint32_t>> pool;
+    for (int e = 0; e < 300; ++e) {
+      std::vector<uint32_t> frames;
+      if (!pool.empty() && next() % 3 == 0) {
+        frames = pool[next() % pool.size()];  // the same bytes again: the span cache
+      } else {
+        size_t n = next() % 81;
+        int mix = int(next() % 4);
+        for (size_t i = 0; i < n; ++i) {
+          bool low = mix == 0 ? true : mix == 1 ? false : mix == 2 ? (i % 2 == 0) : (next() % 2 == 0);
+          frames.push_back(memo[low ? next() % 256 : 256 + next() % 344]);
+        }
+        pool.push_back(frames);
+      }
+      event_head((uint64_t(e) + 2) << 20);
+      p.begin_list();
+      for (uint32_t f : frames) p.get(f);
+      p.end_list();
+      p.end_dict();
+    }
+    p.end_list();
+    p.end_list();
+    p.end_dict();
+    p.finish();
+    std::string bytes = os.str();
+    std::vector<uint8_t> raw(bytes.begin(), bytes.end());
+    CHECK(compare_paths(raw));
+    check_streamed(raw, 61, true);
+  }
 }
 
 TEST_CASE("fast path: mutated fixtures give the generic path's model or give way") {
