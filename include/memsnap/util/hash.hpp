@@ -43,18 +43,36 @@ inline uint64_t hash_u64(uint64_t x) {
   return hash_u64(x, hash_seed());
 }
 
-/// Seeded hash of a byte string, 16 bytes per step (wyhash-style folded multiplies).
+/// Seeded hash of a byte string (wyhash-style folded multiplies). Long strings go 32 bytes
+/// a step in two independent lanes: each multiply waits for the one before it in its lane
+/// only, which halved the hash's share of the fast path's tracebacks (about 120 bytes
+/// each, perf on the 1 GB bench input). The lanes meet before the last 31 bytes.
+/// Both factors of every multiply carry the seed or the running state: were one factor
+/// only data ^ constant, the 8 bytes equal to that constant would zero the product, and
+/// with it everything hashed before, for any seed (a file could then make any number of
+/// strings collide).
 inline uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
   const auto* p = static_cast<const unsigned char*>(data);
-  constexpr uint64_t k1 = 0xA0761D6478BD642Full, k2 = 0xE7037ED1A0B428DBull;
+  constexpr uint64_t k1 = 0xA0761D6478BD642Full, k2 = 0xE7037ED1A0B428DBull, k3 = 0x8EBC6AF09C88C6E3ull,
+                     k4 = 0x589965CC75374CC3ull;
   uint64_t h = seed ^ (n * k1);
   auto word = [](const unsigned char* q) {
     uint64_t w;
     std::memcpy(&w, q, 8);
     return w;
   };
+  if (n >= 32) {
+    uint64_t g = seed ^ (n * k3);
+    do {
+      h = fold_mul(word(p) ^ k1 ^ h, word(p + 8) ^ k2 ^ seed);
+      g = fold_mul(word(p + 16) ^ k3 ^ g, word(p + 24) ^ k4 ^ seed);
+      p += 32;
+      n -= 32;
+    } while (n >= 32);
+    h = fold_mul(h ^ k3, g ^ k4);
+  }
   while (n >= 16) {
-    h = fold_mul(word(p) ^ k1 ^ h, word(p + 8) ^ k2);
+    h = fold_mul(word(p) ^ k1 ^ h, word(p + 8) ^ k2 ^ seed);
     p += 16;
     n -= 16;
   }
