@@ -486,6 +486,7 @@ struct Span {
   uint32_t len;
   uint32_t stack;
   uint32_t epoch;
+  uint32_t next = 0xFFFFFFFFu;  // the span the next event's traceback had last time (a guess)
 };
 
 class FastBuilder {
@@ -680,6 +681,28 @@ class FastBuilder {
   uint32_t decode_span(const uint8_t* a, const uint8_t* b);
   uint32_t extend_stack(uint32_t base, std::span<const FrameId> more);
   bool try_event(uint32_t parent_rec);
+  // A training loop allocates from the same call sites in the same order every iteration,
+  // so the traceback after span X is most often the one that followed X last time. The
+  // guess is checked byte for byte (the bytes of a remembered span, then the APPENDS that
+  // must end the run, at the same memo epoch), so a hit is exact, and it replaces the scan
+  // for the run's end and its hash; a miss costs one memcmp that mostly stops early.
+  // Returns the run's end and sets `stack`, or nullptr.
+  const uint8_t* guess_span(const uint8_t* a, uint32_t& stack) {
+    if (last_span_ == kNone32) return nullptr;
+    uint32_t g = spans_[last_span_].next;
+    if (g == kNone32) return nullptr;
+    const Span& s = spans_[g];
+    if (s.epoch != epoch_ || uint64_t(end_ - a) <= s.len || a[s.len] != 'e' ||
+        std::memcmp(begin_ + s.offset, a, s.len) != 0)
+      return nullptr;
+    stack = s.stack;
+    last_span_ = g;
+    return a + s.len;
+  }
+  void followed_by(uint32_t k) {
+    if (last_span_ != kNone32) spans_[last_span_].next = k;
+    last_span_ = k;
+  }
   // FRAME ops are rare (one per 64 KiB); the check for one is inline, the skip is not.
   void skip_frame_ops(const uint8_t*& q) {
     if (q < end_ && *q == 0x95) [[unlikely]]
@@ -727,6 +750,7 @@ class FastBuilder {
   // Span cache: open addressing over seeded hashes.
   std::vector<uint32_t> span_index_ = std::vector<uint32_t>(1024, kNone32);
   std::vector<Span> spans_;
+  uint32_t last_span_ = kNone32;  // the span of the last traceback read in place (guess_span)
   uint64_t seed_ = util::hash_seed();
   std::vector<FrameId> tmp_frames_;
   std::vector<Slot> tmp_items_;
@@ -1491,22 +1515,26 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
         if (*q == '(') {
           // reuse the span path: it needs p_ and an open frames list, so decode directly
           const uint8_t* a = q + 1;
-          const uint8_t* e = skip_memo_gets(a, end_);
-          if (e >= end_ || *e != 'e') return false;
-          uint64_t len = uint64_t(e - a);
-          if (len > 0) {
-            uint64_t hh = util::hash_bytes(a, len, seed_);
-            size_t mask = span_index_.size() - 1;
-            bool found = false;
-            for (size_t i = hh & mask; span_index_[i] != kNone32; i = (i + 1) & mask) {
-              const Span& s = spans_[span_index_[i]];
-              if (s.hash == hh && s.len == len && s.epoch == epoch_ && std::memcmp(begin_ + s.offset, a, len) == 0) {
-                stack = s.stack;
-                found = true;
-                break;
+          const uint8_t* e = guess_span(a, stack);
+          if (e == nullptr) {
+            e = skip_memo_gets(a, end_);
+            if (e >= end_ || *e != 'e') return false;
+            uint64_t len = uint64_t(e - a);
+            if (len > 0) {
+              uint64_t hh = util::hash_bytes(a, len, seed_);
+              size_t mask = span_index_.size() - 1;
+              bool found = false;
+              for (size_t i = hh & mask; span_index_[i] != kNone32; i = (i + 1) & mask) {
+                const Span& s = spans_[span_index_[i]];
+                if (s.hash == hh && s.len == len && s.epoch == epoch_ && std::memcmp(begin_ + s.offset, a, len) == 0) {
+                  stack = s.stack;
+                  found = true;
+                  followed_by(span_index_[i]);
+                  break;
+                }
               }
+              if (!found) return false;  // first sight: the general path decodes and remembers it
             }
-            if (!found) return false;  // first sight: the general path decodes and remembers it
           }
           q = e + 1;
         } else if (*q == 'h' || *q == 'j') {

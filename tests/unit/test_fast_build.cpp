@@ -315,6 +315,68 @@ TEST_CASE("fast path: tracebacks of BINGET and LONG_BINGET of every mix and leng
   }
 }
 
+// A remembered traceback's bytes decode to its stack only while the memo entries they name
+// are unchanged: a BINPUT that replaces a frame dict makes the same bytes another stack.
+// The events before it repeat one traceback (remembered, then guessed from the one before);
+// the events after it repeat the same bytes, which must now give the new frame.
+TEST_CASE("fast path: a frame dict replaced in the memo changes what the same bytes mean") {
+  std::vector<uint8_t> b;
+  auto op = [&](std::initializer_list<uint8_t> bytes) { b.insert(b.end(), bytes); };
+  auto str = [&](std::string_view t) {
+    op({0x8c, uint8_t(t.size())});
+    b.insert(b.end(), t.begin(), t.end());
+  };
+  auto frame = [&](const char* name, uint8_t line, uint8_t memo) {
+    op({'}', '('});
+    str("filename");
+    str("model.py");
+    str("name");
+    str(name);
+    str("line");
+    op({'K', line, 'u', 'q', memo});  // BINPUT: memo[memo] = this frame dict
+  };
+  int next_addr = 1;
+  auto event = [&](auto&& frames) {
+    op({'}', '('});
+    str("action");
+    str("alloc");
+    str("addr");
+    op({'J', 0, 0, uint8_t(next_addr++), 0});  // 64 KiB apart
+    str("size");
+    op({'M', 0, 2});
+    str("stream");
+    op({'K', 0});
+    str("frames");
+    op({']', '('});
+    frames();
+    op({'e', 'u'});
+  };
+  auto gets = [&] { op({'h', 0, 'h', 1}); };
+  op({0x80, 4, '}', '('});
+  str("segments");
+  op({']'});
+  str("device_traces");
+  op({']', '(', ']', '('});
+  event([&] {
+    frame("first", 1, 0);
+    frame("second", 2, 1);
+  });
+  for (int i = 0; i < 6; ++i) event(gets);
+  event([&] { frame("replacement", 3, 0); });  // memo 0 is another frame dict now
+  for (int i = 0; i < 6; ++i) event(gets);
+  op({'e', 'e', 'u', '.'});
+  CHECK(compare_paths(b));
+  auto fast = detail::fast_build(b);
+  REQUIRE(fast);
+  const Snapshot& m = fast->snapshot;
+  REQUIRE(m.devices.size() == 1);
+  const auto& trace = m.devices[0].trace;
+  REQUIRE(trace.size() == 14);
+  auto first_frame_name = [&](size_t i) { return std::string(m.strings[m.frames[m.stacks[trace[i].stack][0]].name]); };
+  for (size_t i = 1; i <= 6; ++i) CHECK(first_frame_name(i) == "first");
+  for (size_t i = 8; i <= 13; ++i) CHECK(first_frame_name(i) == "replacement");
+}
+
 TEST_CASE("fast path: mutated fixtures give the generic path's model or give way") {
   // Byte mutations of a real-shaped file: whatever the fast path accepts must match.
   auto base = test::read_bytes(test::testdata("snapgen/leak.pickle"));
