@@ -37,6 +37,7 @@
 #include "memsnap/pickle/long.hpp"
 #include "memsnap/snapshot/validate.hpp"
 #include "memsnap/util/hash.hpp"
+#include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::snapshot::detail {
 
@@ -445,7 +446,7 @@ class Memo {
   Memo() = default;
   Memo(const Memo&) = delete;
   ~Memo() {
-    for (uint32_t* p : pages_) std::free(p);
+    for (void* c : chunks_) munmap(c, kChunk);
   }
   uint32_t get(uint64_t i) const {
     uint64_t page = i >> 12;
@@ -462,20 +463,36 @@ class Memo {
     uint32_t*& p = pages_[page];
     if (p == nullptr) {
       if (h == 0) return false;
-      p = static_cast<uint32_t*>(std::calloc(4096, sizeof(uint32_t)));
-      if (p == nullptr) bail();
+      p = new_page();
     }
     uint32_t old = p[i & 4095];
     p[i & 4095] = h;
     return (old & ~kPayload) == kFrame && old != h;  // spans depend on frame entries only
   }
-  size_t bytes() const {
-    return pages_.size() * 8 +
-           size_t(std::count_if(pages_.begin(), pages_.end(), [](auto* p) { return p != nullptr; })) * 16384;
-  }
+  size_t bytes() const { return pages_.size() * 8 + chunks_.size() * kChunk; }
 
  private:
+  // Pages come zeroed from 2 MiB anonymous mappings, 128 at a time: as calloc'd pages they
+  // were memset on top of the kernel's own zeroing (perf: 4.7% of a 1 GB analyze, nearly
+  // all of it here, since every event's frames list is memoized).
+  static constexpr size_t kChunk = size_t{2} << 20;
+  uint32_t* new_page() {
+    if (chunk_left_ == 0) {
+      void* c = util::map_huge_aligned(kChunk);
+      if (c == nullptr) bail();
+      chunks_.push_back(c);
+      chunk_next_ = static_cast<uint32_t*>(c);
+      chunk_left_ = kChunk / (4096 * sizeof(uint32_t));
+    }
+    uint32_t* p = chunk_next_;
+    chunk_next_ += 4096;
+    --chunk_left_;
+    return p;
+  }
   std::vector<uint32_t*> pages_;
+  std::vector<void*> chunks_;
+  uint32_t* chunk_next_ = nullptr;
+  size_t chunk_left_ = 0;
 };
 
 // A remembered run of memo GETs inside a frames list: its bytes decode to `stack`
