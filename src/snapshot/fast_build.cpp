@@ -716,6 +716,16 @@ class FastBuilder {
     last_span_ = g;
     return a + s.len;
   }
+  // The slot of span_index_ that holds the span with these bytes (spans are unique by
+  // bytes, whatever their epoch), or else the empty slot where it would go.
+  size_t find_span(const uint8_t* a, uint64_t len, uint64_t h) const {
+    size_t mask = span_index_.size() - 1, i = h & mask;
+    for (; span_index_[i] != kNone32; i = (i + 1) & mask) {
+      const Span& s = spans_[span_index_[i]];
+      if (s.hash == h && s.len == len && std::memcmp(begin_ + s.offset, a, len) == 0) break;
+    }
+    return i;
+  }
   void followed_by(uint32_t k) {
     if (last_span_ != kNone32) spans_[last_span_].next = k;
     last_span_ = k;
@@ -1326,22 +1336,15 @@ bool FastBuilder::try_frames_span(uint32_t rec) {
   uint32_t stack = 0;
   if (len > 0) {
     uint64_t h = util::hash_bytes(a, len, seed_);
-    size_t mask = span_index_.size() - 1;
-    size_t i = h & mask;
-    bool found = false;
-    for (; span_index_[i] != kNone32; i = (i + 1) & mask) {
+    size_t i = find_span(a, len, h);
+    if (span_index_[i] != kNone32) {
       Span& s = spans_[span_index_[i]];
-      if (s.hash == h && s.len == len && std::memcmp(begin_ + s.offset, a, len) == 0) {
-        if (s.epoch != epoch_) {  // same bytes, but a memo entry changed since: decode again
-          s.stack = decode_span(a, b);
-          s.epoch = epoch_;
-        }
-        stack = s.stack;
-        found = true;
-        break;
+      if (s.epoch != epoch_) {  // same bytes, but a memo entry changed since: decode again
+        s.stack = decode_span(a, b);
+        s.epoch = epoch_;
       }
-    }
-    if (!found) {
+      stack = s.stack;
+    } else {
       stack = decode_span(a, b);
       if (spans_.size() >= 0xFFFFFFF0u) bail();
       spans_.push_back(Span{h, off(a), static_cast<uint32_t>(len), stack, epoch_});
@@ -1538,19 +1541,11 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
             if (e >= end_ || *e != 'e') return false;
             uint64_t len = uint64_t(e - a);
             if (len > 0) {
-              uint64_t hh = util::hash_bytes(a, len, seed_);
-              size_t mask = span_index_.size() - 1;
-              bool found = false;
-              for (size_t i = hh & mask; span_index_[i] != kNone32; i = (i + 1) & mask) {
-                const Span& s = spans_[span_index_[i]];
-                if (s.hash == hh && s.len == len && s.epoch == epoch_ && std::memcmp(begin_ + s.offset, a, len) == 0) {
-                  stack = s.stack;
-                  found = true;
-                  followed_by(span_index_[i]);
-                  break;
-                }
-              }
-              if (!found) return false;  // first sight: the general path decodes and remembers it
+              uint32_t k = span_index_[find_span(a, len, util::hash_bytes(a, len, seed_))];
+              // First sight, or a memo entry changed since: the general path decodes it.
+              if (k == kNone32 || spans_[k].epoch != epoch_) return false;
+              stack = spans_[k].stack;
+              followed_by(k);
             }
           }
           q = e + 1;
