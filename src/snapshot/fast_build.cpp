@@ -38,6 +38,7 @@
 #include "memsnap/snapshot/validate.hpp"
 #include "memsnap/util/hash.hpp"
 #include "memsnap/util/pod_buffer.hpp"
+#include "memsnap/util/prefault.hpp"
 
 namespace memsnap::snapshot::detail {
 
@@ -446,7 +447,10 @@ class Memo {
   Memo() = default;
   Memo(const Memo&) = delete;
   ~Memo() {
-    for (void* c : chunks_) munmap(c, kChunk);
+    for (void* c : chunks_) {
+      util::forget_prefault(c, kChunk);
+      munmap(c, kChunk);
+    }
   }
   uint32_t get(uint64_t i) const {
     uint64_t page = i >> 12;
@@ -474,13 +478,15 @@ class Memo {
  private:
   // Pages come zeroed from 2 MiB anonymous mappings, 128 at a time: as calloc'd pages they
   // were memset on top of the kernel's own zeroing (perf: 4.7% of a 1 GB analyze, nearly
-  // all of it here, since every event's frames list is memoized).
+  // all of it here, since every event's frames list is memoized). The chunk after the one
+  // in use is mapped early and prefaulted on the second core (see util/prefault.hpp).
   static constexpr size_t kChunk = size_t{2} << 20;
   uint32_t* new_page() {
     if (chunk_left_ == 0) {
-      void* c = util::map_huge_aligned(kChunk);
+      void* c = spare_ ? spare_ : map_chunk();
       if (c == nullptr) bail();
-      chunks_.push_back(c);
+      spare_ = map_chunk();
+      if (spare_) util::prefault(spare_, kChunk);
       chunk_next_ = static_cast<uint32_t*>(c);
       chunk_left_ = kChunk / (4096 * sizeof(uint32_t));
     }
@@ -490,7 +496,13 @@ class Memo {
     return p;
   }
   std::vector<uint32_t*> pages_;
-  std::vector<void*> chunks_;
+  void* map_chunk() {
+    void* c = util::map_huge_aligned(kChunk);
+    if (c) chunks_.push_back(c);
+    return c;
+  }
+  std::vector<void*> chunks_;  // every chunk mapped, spare_ included
+  void* spare_ = nullptr;      // mapped, not yet in use
   uint32_t* chunk_next_ = nullptr;
   size_t chunk_left_ = 0;
 };

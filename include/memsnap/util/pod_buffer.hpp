@@ -5,16 +5,21 @@
 // pages kept whole. Why huge pages: on the benchmark machine (a VM) a first-touch fault of a
 // 4 KiB page costs about 4 us, and such faults were a sixth of `analyze`'s time (perf:
 // exc_page_fault under Trace::push_back and Replay::sweep_alloc). A mapped array holds at most
-// one partly used huge page beyond its size.
+// one partly used huge page beyond its size. While a mapped array grows by push_back, the
+// next two huge pages past the one being written are handed to util::prefault, so their
+// first-touch faults are taken on the second core (see prefault.hpp).
 #pragma once
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <type_traits>
+
+#include "memsnap/util/prefault.hpp"
 
 namespace memsnap::util {
 
@@ -45,14 +50,15 @@ class PodBuffer {
   PodBuffer() = default;
   PodBuffer(const PodBuffer&) = delete;
   PodBuffer& operator=(const PodBuffer&) = delete;
-  PodBuffer(PodBuffer&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_), map_bytes_(o.map_bytes_) {
-    o.p_ = nullptr, o.n_ = o.cap_ = o.map_bytes_ = 0;
+  PodBuffer(PodBuffer&& o) noexcept
+      : p_(o.p_), n_(o.n_), cap_(o.cap_), limit_(o.limit_), map_bytes_(o.map_bytes_), ahead_(o.ahead_) {
+    o.p_ = nullptr, o.n_ = o.cap_ = o.limit_ = o.map_bytes_ = o.ahead_ = 0;
   }
   PodBuffer& operator=(PodBuffer&& o) noexcept {
     if (this != &o) {
       release();
-      p_ = o.p_, n_ = o.n_, cap_ = o.cap_, map_bytes_ = o.map_bytes_;
-      o.p_ = nullptr, o.n_ = o.cap_ = o.map_bytes_ = 0;
+      p_ = o.p_, n_ = o.n_, cap_ = o.cap_, limit_ = o.limit_, map_bytes_ = o.map_bytes_, ahead_ = o.ahead_;
+      o.p_ = nullptr, o.n_ = o.cap_ = o.limit_ = o.map_bytes_ = o.ahead_ = 0;
     }
     return *this;
   }
@@ -85,8 +91,8 @@ class PodBuffer {
     if (n > cap_) grow_to(n);
   }
   void push_back(const T& v) {
-    if (n_ == cap_) [[unlikely]]
-      grow_to(cap_ ? cap_ * 2 : 64);
+    if (n_ >= limit_) [[unlikely]]
+      at_limit();
     p_[n_++] = v;
   }
   /// New elements are left uninitialised: the caller writes them.
@@ -101,7 +107,11 @@ class PodBuffer {
   void trim() {
     if (!map_bytes_) return;
     size_t used = (n_ * sizeof(T) + kSmallPage - 1) & ~(kSmallPage - 1);
-    if (used < map_bytes_) madvise(reinterpret_cast<char*>(p_) + used, map_bytes_ - used, MADV_DONTNEED);
+    if (used < map_bytes_) {
+      forget_prefault(reinterpret_cast<char*>(p_) + used, map_bytes_ - used);
+      madvise(reinterpret_cast<char*>(p_) + used, map_bytes_ - used, MADV_DONTNEED);
+      ahead_ = std::min(ahead_, used);
+    }
   }
 
  private:
@@ -111,9 +121,10 @@ class PodBuffer {
   static size_t round_up(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
   void release() {
     if (p_ == nullptr) return;
-    if (map_bytes_)
+    if (map_bytes_) {
+      forget_prefault(p_, map_bytes_);
       munmap(p_, map_bytes_);
-    else
+    } else
       std::free(p_);
   }
   static void* map_aligned(size_t bytes) {
@@ -137,6 +148,7 @@ class PodBuffer {
         // Move the old pages (whole huge pages, aligned at both ends) into the new mapping's
         // head: page tables move, nothing is copied. A plain mremap to wherever the kernel
         // likes would leave the array misaligned and split its huge pages.
+        forget_prefault(p_, map_bytes_);
         if (mremap(p_, map_bytes_, map_bytes_, MREMAP_MAYMOVE | MREMAP_FIXED, q) == MAP_FAILED) {
           std::memcpy(q, p_, n_ * sizeof(T));
           munmap(p_, map_bytes_);
@@ -149,12 +161,38 @@ class PodBuffer {
     }
     p_ = static_cast<T*>(q);
     cap_ = n;
+    limit_ = cap_;
+    if (map_bytes_) look_ahead();
+  }
+  // push_back has reached limit_: the end of the capacity, or a huge page whose successors
+  // are to be prefaulted. Leaves room for one more element.
+  void at_limit() {
+    if (n_ == cap_)
+      grow_to(cap_ ? cap_ * 2 : 64);  // looks ahead itself
+    else if (map_bytes_)
+      look_ahead();
+    else
+      limit_ = cap_;
+  }
+  // Requests the two huge pages after the one the next element falls in (those not yet
+  // requested), and sets limit_ to that page's end.
+  void look_ahead() {
+    size_t page = (n_ * sizeof(T)) & ~(kHugePage - 1);
+    size_t want = std::min(map_bytes_, page + 3 * kHugePage);
+    if (want > ahead_) {
+      size_t from = std::max(ahead_, page);
+      prefault(reinterpret_cast<char*>(p_) + from, want - from);
+      ahead_ = want;
+    }
+    limit_ = std::min(cap_, (page + kHugePage) / sizeof(T));
   }
 
   T* p_ = nullptr;
   size_t n_ = 0;
   size_t cap_ = 0;
+  size_t limit_ = 0;      // push_back's slow path runs from here: cap_, or sooner in a mapping
   size_t map_bytes_ = 0;  // the mapping's length, or 0 while the array is on the heap
+  size_t ahead_ = 0;      // bytes of the mapping requested from prefault (or known touched)
 };
 
 }  // namespace memsnap::util

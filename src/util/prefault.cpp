@@ -1,0 +1,85 @@
+#include "memsnap/util/prefault.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace memsnap::util {
+
+namespace {
+
+class Prefaulter {
+ public:
+  void add(char* b, char* e) {
+    std::lock_guard lock(mu_);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { work(); }).detach();  // lives as long as the process: see instance()
+    }
+    queue_.push_back({b, e});
+    wake_.notify_one();
+  }
+  void forget(char* b, char* e) {
+    std::unique_lock lock(mu_);
+    std::erase_if(queue_, [&](const Range& r) { return r.b < e && b < r.e; });
+    done_.wait(lock, [&] { return !(busy_.b < e && b < busy_.e); });
+  }
+
+ private:
+  struct Range {
+    char* b = nullptr;
+    char* e = nullptr;
+  };
+  static constexpr size_t kStep = size_t{2} << 20;  // one huge page: forget() waits for at most this much
+
+  void work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return !queue_.empty(); });
+      Range& r = queue_.front();
+      busy_ = {r.b, r.b + std::min<size_t>(kStep, static_cast<size_t>(r.e - r.b))};
+      r.b = busy_.e;
+      if (r.b == r.e) queue_.pop_front();
+      lock.unlock();
+#ifdef MADV_POPULATE_WRITE
+      madvise(busy_.b, static_cast<size_t>(busy_.e - busy_.b), MADV_POPULATE_WRITE);  // a hint: errors ignored
+#endif
+      lock.lock();
+      busy_ = {};
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::deque<Range> queue_;
+  Range busy_;  // the step being populated, unlocked
+  bool started_ = false;
+};
+
+// Never destroyed: buffers freed by static destructors at exit may still call forget(), and
+// the worker thread may be waiting on it when the process ends.
+Prefaulter* instance() {
+  static Prefaulter* p = std::thread::hardware_concurrency() > 1 ? new Prefaulter : nullptr;
+  return p;
+}
+
+}  // namespace
+
+bool prefault_enabled() {
+  return instance() != nullptr;
+}
+
+void prefault(void* begin, size_t bytes) {
+  if (Prefaulter* p = instance(); p && bytes) p->add(static_cast<char*>(begin), static_cast<char*>(begin) + bytes);
+}
+
+void forget_prefault(void* begin, size_t bytes) {
+  if (Prefaulter* p = instance(); p && bytes) p->forget(static_cast<char*>(begin), static_cast<char*>(begin) + bytes);
+}
+
+}  // namespace memsnap::util
