@@ -27,21 +27,28 @@ T median(std::vector<T> v) {
 /// The allocations of the window, in event order: the ranges that began in it (the
 /// replay's last ones, in the same order), each with a symbol numbering its stack, or
 /// its size for allocations without one, in order of first use. Four bytes each; the
-/// event is read from the replay.
+/// event is read from the replay. Stack ids are dense, so a stack's symbol is found by
+/// index; only allocations without a stack go through a hash map.
 class Allocs {
  public:
-  explicit Allocs(const Replay& replay) : replay_(replay) {
-    const auto& ranges = replay.ranges();
-    FlatMap64<uint32_t> symbols;
-    for (uint32_t id = 0; id < ranges.size(); ++id) {
-      const LiveRange& r = ranges[id];
-      if (r.begin == kWindowStart) {
-        first_ = id + 1;
-        continue;
+  explicit Allocs(const Replay& replay) : replay_(replay), first_(replay.first_window_range()) {
+    auto end = static_cast<uint32_t>(replay.ranges().size());
+    symbol_.reserve(end - first_);
+    std::vector<uint32_t> of_stack;  // stack id -> symbol + 1, or 0
+    FlatMap64<uint32_t> of_size;     // requested bytes -> symbol
+    uint32_t next = 0;
+    for (uint32_t id = first_; id < end; ++id) {
+      StackId st = replay.stack_of(id);
+      if (st.v != 0) {
+        if (st.v >= of_stack.size()) of_stack.resize(std::max<size_t>(size_t{st.v} + 1, of_stack.size() * 2), 0);
+        uint32_t& sym = of_stack[st.v];
+        if (sym == 0) sym = ++next;
+        symbol_.push_back(sym - 1);
+      } else {
+        auto [sym, added] = of_size.try_emplace(replay.requested_of(id), next);
+        next += added;
+        symbol_.push_back(*sym);
       }
-      uint64_t key = r.stack.v != 0 ? r.stack.v : (uint64_t{1} << 63) | r.requested;
-      auto [symbol, added] = symbols.try_emplace(key, static_cast<uint32_t>(symbols.size()));
-      symbol_.push_back(*symbol);
     }
   }
   size_t size() const { return symbol_.size(); }
@@ -197,7 +204,6 @@ std::vector<size_t> candidate_periods(const Occurrences& occurrences, size_t n) 
 // the anchor's earlier occurrences still open repetitions.
 std::vector<uint32_t> anchor_boundaries(const Allocs& allocs, const Occurrences& occurrences, const Replay& replay,
                                         const Repeat& rep) {
-  const auto& ranges = replay.ranges();
   const size_t n = allocs.size();
   double expected = double(n - rep.steady_from) / double(rep.period);
   std::optional<std::span<const uint32_t>> anchor;
@@ -214,7 +220,7 @@ std::vector<uint32_t> anchor_boundaries(const Allocs& allocs, const Occurrences&
     }
     if (regular * 10 < (count - 1) * 9) continue;
     double mean = 0;
-    for (size_t i : occ) mean += double(ranges[allocs.range(i)].allocated_before);
+    for (size_t i : occ) mean += double(replay.allocated_before_of(allocs.range(i)));
     mean /= double(occ.size());
     if (!anchor || mean < lowest || (mean == lowest && occ.front() < anchor->front())) anchor = occ, lowest = mean;
   }
@@ -229,7 +235,7 @@ std::vector<uint32_t> anchor_boundaries(const Allocs& allocs, const Occurrences&
   for (size_t ph = rep.steady_from; ph < rep.steady_from + rep.period; ++ph) {
     double sum = 0;
     size_t k = 0;
-    for (size_t i = ph; i < n; i += rep.period, ++k) sum += double(ranges[allocs.range(i)].allocated_before);
+    for (size_t i = ph; i < n; i += rep.period, ++k) sum += double(replay.allocated_before_of(allocs.range(i)));
     if (low < 0 || sum / double(k) < low) low = sum / double(k), phase = ph;
   }
   for (size_t i = phase; i < n; i += rep.period) out.push_back(allocs.event(i));
@@ -299,9 +305,11 @@ double kept_share(const Allocs& allocs, const Replay& replay, const std::vector<
     auto [lo, hi] = unit(allocs, b[k], b[k + 1]);
     uint64_t total = 0, kept = 0;
     for (size_t j = lo; j < hi; ++j) {
-      const LiveRange& r = replay.ranges()[allocs.range(j)];
-      total += r.requested;
-      if (r.freed == kNever || r.freed >= b[k + 1]) kept += r.requested;
+      uint32_t id = allocs.range(j);
+      uint64_t requested = replay.requested_of(id);
+      uint32_t freed = replay.freed_of(id);
+      total += requested;
+      if (freed == kNever || freed >= b[k + 1]) kept += requested;
     }
     if (total) shares.push_back(double(kept) / double(total));
   }
@@ -318,7 +326,7 @@ std::vector<snapshot::FrameId> common_chain(const Context& ctx, const Allocs& al
   std::vector<const std::vector<snapshot::FrameId>*> voters;
   size_t step = std::max<size_t>(1, (hi - lo) / 4096);
   for (size_t j = lo; j < hi; j += step) {
-    StackId st = replay.ranges()[allocs.range(j)].stack;
+    StackId st = replay.stack_of(allocs.range(j));
     auto [it, inserted] = chains.try_emplace(st.v);
     if (inserted) {
       for (auto f : snap.stacks[st]) {
@@ -427,19 +435,16 @@ void marker_boundaries(const Context& ctx, const snapshot::Device& d, const std:
 Structure describe(const Context& ctx, const Allocs& allocs, const Replay& replay, const Repeat& rep,
                    std::vector<snapshot::FrameId>& chain) {
   const auto& b = rep.boundaries;
-  const auto& ranges = replay.ranges();
   Structure s;
   s.repeats = b.size();
   s.period_allocations = rep.period;
   s.first_event = b.front();
   s.last_event = static_cast<uint32_t>(replay.events() - 1);
-  for (size_t j = 0; j < allocs.size(); ++j)
-    s.backward_seen = s.backward_seen || ctx.sites.traits(ranges[allocs.range(j)].stack).backward;
+  for (size_t j = 0; j < allocs.size() && !s.backward_seen; ++j)
+    s.backward_seen = ctx.sites.traits(replay.stack_of(allocs.range(j))).backward;
   auto [lo, hi] = unit(allocs, b.front(), UINT32_MAX);
-  for (size_t j = lo; j < hi; ++j) {
-    const LiveRange& r = ranges[allocs.range(j)];
-    if (r.freed == kNever) s.kept_bytes += r.size;
-  }
+  for (size_t j = lo; j < hi; ++j)
+    if (uint32_t id = allocs.range(j); replay.freed_of(id) == kNever) s.kept_bytes += replay.size_of(id);
   // Over the complete repetitions: the tail after the last boundary may hold other work.
   chain = common_chain(ctx, allocs, lo, unit(allocs, b.back(), UINT32_MAX).first, replay);
   for (auto f : chain)
@@ -452,14 +457,13 @@ Structure describe(const Context& ctx, const Allocs& allocs, const Replay& repla
 // in-place steps allocate nothing).
 bool training_evidence(const Context& ctx, const Allocs& allocs, const Replay& replay, const std::vector<uint32_t>& b,
                        bool& optimizer) {
-  const auto& ranges = replay.ranges();
   size_t with_backward = 0;
   optimizer = false;
   for (size_t k = 0; k < b.size(); ++k) {
     auto [ulo, uhi] = unit(allocs, b[k], k + 1 < b.size() ? b[k + 1] : UINT32_MAX);
     bool backward = false;
     for (size_t j = ulo; j < uhi; ++j) {
-      const StackTraits& t = ctx.sites.traits(ranges[allocs.range(j)].stack);
+      const StackTraits& t = ctx.sites.traits(replay.stack_of(allocs.range(j)));
       backward = backward || t.backward;
       optimizer = optimizer || t.optimizer;
     }
@@ -535,17 +539,32 @@ bool judge_repeat(const Context& ctx, const Allocs& allocs, const Replay& replay
 
 std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<uint32_t>& events) {
   // Each range's changes to allocated bytes land in the bucket of the first
-  // boundary after them (a binary search over the sorted boundaries), then one
-  // prefix sum: O(ranges log boundaries), no sort of the whole trace.
+  // boundary after them, then one prefix sum: no sort of the whole trace. Ranges
+  // come by alloc event, so an alloc's bucket is a cursor that only moves forward;
+  // a free's is galloped to from its alloc's (usually the same or the next one):
+  // O(ranges + ranges log gap).
   std::vector<int64_t> bucket(events.size() + 1, 0);
-  auto add = [&](uint32_t at, int64_t delta) {
-    size_t k = static_cast<size_t>(std::upper_bound(events.begin(), events.end(), at) - events.begin());
-    bucket[k] += delta;
+  auto after = [&](size_t from, uint32_t at) {  // the first k >= from with events[k] > at
+    size_t lo = from, step = 1;
+    while (lo + step <= events.size() && events[lo + step - 1] <= at) lo += step, step *= 2;
+    return static_cast<size_t>(
+        std::upper_bound(events.begin() + static_cast<ptrdiff_t>(lo),
+                         events.begin() + static_cast<ptrdiff_t>(std::min(lo + step, events.size())), at) -
+        events.begin());
   };
-  for (const LiveRange& r : replay.ranges()) {
-    if (r.pending_at_start) continue;
-    if (r.begin != kWindowStart) add(r.begin, static_cast<int64_t>(r.size));
-    if (r.freed != kNever) add(r.freed, -static_cast<int64_t>(r.size));
+  size_t at_begin = 0;
+  for (uint32_t id = 0, n = static_cast<uint32_t>(replay.ranges().size()); id < n; ++id) {
+    if (replay.pending_at_start_of(id)) continue;
+    uint32_t begin = replay.begin_of(id), freed = replay.freed_of(id);
+    if (begin == kWindowStart && freed == kNever) continue;
+    auto size = static_cast<int64_t>(replay.size_of(id));
+    size_t k = 0;
+    if (begin != kWindowStart) {
+      at_begin = after(at_begin, begin);
+      k = at_begin;
+      bucket[k] += size;
+    }
+    if (freed != kNever) bucket[after(k, freed)] -= size;
   }
   std::vector<uint64_t> out;
   out.reserve(events.size());

@@ -39,14 +39,18 @@ struct Retained {
 // least 1.5 times its first size by the end, over four iterations or more.
 std::vector<GrowingSite> growing_sites(const Context& ctx, const Replay& replay, const std::vector<uint32_t>& bounds) {
   // The ranges of the window come in alloc-event order, so each site's iterations arrive
-  // in order: the largest request per (site, iteration) is kept in one pass, no sort.
+  // in order: the largest request per (site, iteration) is kept in one pass, no sort,
+  // and the iteration is a cursor over the boundaries.
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> by_site(ctx.sites.size());  // iteration -> largest
-  for (const LiveRange& r : replay.ranges()) {
-    if (r.begin == kWindowStart || r.begin < bounds.front()) continue;
-    auto& per_iter = by_site[ctx.sites.site_of(r.stack).v];
-    auto iteration = static_cast<uint32_t>(iteration_of(bounds, r.begin));
-    if (per_iter.empty() || per_iter.back().first != iteration) per_iter.emplace_back(iteration, 0);
-    per_iter.back().second = std::max(per_iter.back().second, r.requested);
+  size_t iteration = 0;
+  for (uint32_t id = replay.first_window_range(), n = static_cast<uint32_t>(replay.ranges().size()); id < n; ++id) {
+    uint32_t begin = replay.begin_of(id);
+    if (begin < bounds.front()) continue;
+    while (iteration + 1 < bounds.size() && bounds[iteration + 1] <= begin) ++iteration;
+    auto& per_iter = by_site[ctx.sites.site_of(replay.stack_of(id)).v];
+    if (per_iter.empty() || per_iter.back().first != iteration)
+      per_iter.emplace_back(static_cast<uint32_t>(iteration), 0);
+    per_iter.back().second = std::max(per_iter.back().second, replay.requested_of(id));
   }
   std::vector<GrowingSite> out;
   for (uint32_t site = 0; site < by_site.size(); ++site) {
@@ -74,8 +78,10 @@ std::vector<GrowingSite> growing_sites(const Context& ctx, const Replay& replay,
 std::vector<Retained> retained(const Context& ctx, const Replay& replay, const std::vector<uint32_t>& bounds,
                                size_t judged) {
   std::vector<Retained> kept;
-  for (const LiveRange& r : replay.ranges()) {
-    if (r.begin == kWindowStart || r.begin < bounds.front() || r.freed != kNever || r.pending_at_start) continue;
+  for (uint32_t id = replay.first_window_range(), n = static_cast<uint32_t>(replay.ranges().size()); id < n; ++id) {
+    if (replay.freed_of(id) != kNever || replay.pending_at_start_of(id) || replay.begin_of(id) < bounds.front())
+      continue;
+    LiveRange r = replay.range(id);
     size_t iter = iteration_of(bounds, r.begin);
     if (iter >= judged) continue;
     kept.push_back({ctx.sites.site_of(r.stack).v, static_cast<uint32_t>(iter), r.size, r.stack, r.size <= 512});

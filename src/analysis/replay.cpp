@@ -160,15 +160,18 @@ uint64_t Replay::requested_of(uint32_t id) const {
   return id < first_window_range_ ? start_info_[id].requested : device_.trace.size_at(ranges_[id].begin);
 }
 
+uint64_t Replay::allocated_before_of(uint32_t id) const {
+  uint32_t units = ranges_[id].before_units;
+  if (units != kBigBefore) return uint64_t{units} * 512;
+  const uint64_t* big = big_before_.find(id);
+  return big ? *big : 0;
+}
+
 LiveRange Replay::range(uint32_t id) const {
   const Stored& s = ranges_[id];
   LiveRange r;
   r.size = size_of(id);
-  if (s.before_units != kBigBefore) {
-    r.allocated_before = uint64_t{s.before_units} * 512;
-  } else if (const uint64_t* big = big_before_.find(id)) {
-    r.allocated_before = *big;
-  }
+  r.allocated_before = allocated_before_of(id);
   r.begin = s.begin;
   r.freed = s.freed;
   r.end = s.end;
@@ -355,6 +358,7 @@ int64_t Replay::apply_segment_event(SegMap& segs, const TraceEvent& e, std::stri
 struct Replay::SweepState {
   FlatMap64<uint32_t> live;  // address -> range id
   SegMap segs;
+  uint64_t seg_lo = 1, seg_hi = 0;  // the segment the last alloc fell in (none yet): allocs cluster
   Totals t;
   uint32_t since_checkpoint = 0;
 };
@@ -392,6 +396,7 @@ void Replay::sweep(const ReplayOptions& options) {
       case Action::SegmentMap:
       case Action::SegmentUnmap: {
         segment_events_.push_back(i);
+        s.seg_lo = 1, s.seg_hi = 0;
         std::string problem;
         s.t.reserved += static_cast<uint64_t>(apply_segment_event(s.segs, e, &problem));  // two's complement delta
         reserved_after_.push_back(s.t.reserved);
@@ -427,8 +432,12 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
     note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
     release(s, *old, i, true);  // the old block is replaced
     s.live.erase(e.addr);
-  } else if (containing(s.segs, e.addr) == s.segs.end()) {
-    note(i, "alloc at " + hex(e.addr) + " outside every segment");
+  } else if (e.addr < s.seg_lo || e.addr >= s.seg_hi) {
+    auto seg = containing(s.segs, e.addr);
+    if (seg == s.segs.end())
+      note(i, "alloc at " + hex(e.addr) + " outside every segment");
+    else
+      s.seg_lo = seg->first, s.seg_hi = seg->second.end;
   }
   auto id = static_cast<uint32_t>(ranges_.size());
   uint64_t size;

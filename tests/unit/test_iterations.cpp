@@ -8,6 +8,8 @@
 
 #include "memsnap/analysis/allocator_rules.hpp"
 #include "memsnap/analysis/analyze.hpp"
+#include "memsnap/analysis/iterations.hpp"
+#include "memsnap/analysis/replay.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/analyze_json.hpp"
 #include "support/testdata.hpp"
@@ -435,4 +437,36 @@ TEST_CASE("real snapshots: no leak anywhere, and every iteration claimed is a wh
       }
     }
   });
+}
+
+TEST_CASE("allocated_before at any sorted events equals the replay's running totals") {
+  // The running totals come from TotalsCursor, which rebuilds the sweep event by event;
+  // allocated_before buckets the ranges instead (a forward cursor and a gallop). Every
+  // event, repeated ones, the first and the last, on a full and on a wrapped window.
+  for (const char* name : {"snapgen/leak.pickle", "snapgen/ring.pickle", "snapgen/frag.pickle"}) {
+    CAPTURE(name);
+    auto loaded = snapshot::load_snapshot(test::testdata(name).string());
+    analysis::Context ctx(loaded.snapshot);
+    const auto& d = loaded.snapshot.devices.at(0);
+    analysis::Replay replay(ctx, d);
+    auto n = static_cast<uint32_t>(d.trace.size());
+    REQUIRE(n > 100);
+    std::vector<uint64_t> expected(n);  // allocated just before event i
+    analysis::TotalsCursor cursor(replay);
+    expected[0] = replay.start_totals().allocated;
+    for (uint32_t i = 1; i < n; ++i) expected[i] = cursor.after(i - 1).allocated;
+    for (uint32_t stride : {1u, 7u, 97u, 1000u}) {
+      std::vector<uint32_t> events;
+      for (uint32_t i = 0; i < n; i += stride) {
+        events.push_back(i);
+        if (i % 3 == 0) events.push_back(i);  // a boundary twice
+      }
+      events.push_back(n - 1);
+      std::vector<uint64_t> got = analysis::allocated_before(replay, events);
+      REQUIRE(got.size() == events.size());
+      size_t bad = 0;
+      for (size_t k = 0; k < events.size(); ++k) bad += got[k] != expected[events[k]];
+      CHECK_MESSAGE(bad == 0, "stride " << stride);
+    }
+  }
 }

@@ -150,8 +150,19 @@ class Replay {
   const RangeView& ranges() const { return view_; }
   /// Range `id` (id < ranges().size()).
   LiveRange range(uint32_t id) const;
-  /// Its begin alone (cheap).
+  /// One field of range `id` alone, for passes over every range that need one or two
+  /// of them (range() decodes all of them: 56 bytes, several column reads).
   uint32_t begin_of(uint32_t id) const { return ranges_[id].begin; }
+  uint32_t freed_of(uint32_t id) const { return ranges_[id].freed; }
+  bool pending_at_start_of(uint32_t id) const { return ranges_[id].size_word & kPendingBit; }
+  uint64_t size_of(uint32_t id) const;
+  uint64_t requested_of(uint32_t id) const;
+  snapshot::StackId stack_of(uint32_t id) const {
+    return id < first_window_range_ ? start_info_[id].stack : device_.trace.stack_at(ranges_[id].begin);
+  }
+  uint64_t allocated_before_of(uint32_t id) const;
+  /// The first range that began in the window: those before it were live at its start.
+  uint32_t first_window_range() const { return first_window_range_; }
   /// Index into ranges() of the block allocated by alloc event `i`, or nullopt.
   std::optional<uint32_t> range_of_alloc(uint32_t event) const;
 
@@ -202,8 +213,6 @@ class Replay {
   static constexpr uint32_t kBigBefore = 0xFFFFFFFFu;
   uint32_t encode_size(uint32_t id, uint64_t size, bool exact, bool pending);
   uint32_t encode_before(uint32_t id, uint64_t allocated_before);
-  uint64_t size_of(uint32_t id) const;
-  uint64_t requested_of(uint32_t id) const;
 
   struct SweepState;
   void undo(std::vector<LiveRange>& start_live, SegMap& segs);
