@@ -3,6 +3,7 @@
 #include "memsnap/analysis/replay.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "memsnap/analysis/allocator_rules.hpp"
 #include "memsnap/util/flat_map.hpp"
@@ -129,6 +130,7 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
   }
   first_window_range_ = static_cast<uint32_t>(ranges_.size());
   sweep(options);
+  exact_size_ = {};  // the sweep's alone
   ranges_.trim();
 }
 
@@ -231,6 +233,7 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
       default: break;
     }
   }
+  std::reverse(exact_size_.begin(), exact_size_.end());  // by event, for the sweep's cursor
   live.for_each([&](uint64_t, const LiveRange& r) { start_live.push_back(r); });
   // A deterministic order (the map's is seeded): by address.
   std::sort(start_live.begin(), start_live.end(),
@@ -256,7 +259,7 @@ void Replay::undo_block_event(FlatMap64<LiveRange>& live, const TraceEvent& e, u
       if (!r || r->pending_at_start) {
         note(i, "alloc at " + hex(e.addr) + ", but no block is allocated there after it");
       } else if (r->size_exact) {
-        exact_size_[i] = r->size;
+        exact_size_.push_back({i, r->size});  // undo runs backwards: descending events
       }
       if (r) live.erase(e.addr);
       break;
@@ -358,7 +361,13 @@ int64_t Replay::apply_segment_event(SegMap& segs, const TraceEvent& e, std::stri
 struct Replay::SweepState {
   FlatMap64<uint32_t> live;  // address -> range id
   SegMap segs;
-  uint64_t seg_lo = 1, seg_hi = 0;  // the segment the last alloc fell in (none yet): allocs cluster
+  // Segments allocs fell in lately, by 2 MiB granule of the address: most allocs land in
+  // one of a few segments, and the segment map is a tree. Emptied by segment events.
+  struct SegHit {
+    uint64_t lo = 1, hi = 0;  // [lo, hi): empty
+  };
+  std::array<SegHit, 64> seg_hits;
+  size_t next_exact = 0;  // cursor into exact_size_
   Totals t;
   uint32_t since_checkpoint = 0;
 };
@@ -396,7 +405,7 @@ void Replay::sweep(const ReplayOptions& options) {
       case Action::SegmentMap:
       case Action::SegmentUnmap: {
         segment_events_.push_back(i);
-        s.seg_lo = 1, s.seg_hi = 0;
+        s.seg_hits.fill({});
         std::string problem;
         s.t.reserved += static_cast<uint64_t>(apply_segment_event(s.segs, e, &problem));  // two's complement delta
         reserved_after_.push_back(s.t.reserved);
@@ -428,28 +437,29 @@ void Replay::release(SweepState& s, uint32_t id, uint32_t i, bool completes) {
 }
 
 void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
-  if (uint32_t* old = s.live.find(e.addr)) {
+  auto id = static_cast<uint32_t>(ranges_.size());
+  auto [slot, added] = s.live.try_emplace(e.addr, id);
+  if (!added) {
     note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
-    release(s, *old, i, true);  // the old block is replaced
-    s.live.erase(e.addr);
-  } else if (e.addr < s.seg_lo || e.addr >= s.seg_hi) {
+    release(s, *slot, i, true);  // the old block is replaced
+    *slot = id;
+  } else if (auto& hit = s.seg_hits[(e.addr >> 21) & 63]; e.addr < hit.lo || e.addr >= hit.hi) {
     auto seg = containing(s.segs, e.addr);
     if (seg == s.segs.end())
       note(i, "alloc at " + hex(e.addr) + " outside every segment");
     else
-      s.seg_lo = seg->first, s.seg_hi = seg->second.end;
+      hit = {seg->first, seg->second.end};
   }
-  auto id = static_cast<uint32_t>(ranges_.size());
   uint64_t size;
   bool exact = true;
-  if (const uint64_t* known = exact_size_.find(i)) {
-    size = *known;
+  while (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first < i) ++s.next_exact;
+  if (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first == i) {
+    size = exact_size_[s.next_exact].second;
   } else {
     size = rules::round_size(e.size, ctx_.snap.settings);
     exact = false;
     ++estimated_blocks_;
   }
-  s.live.try_emplace(e.addr, id);
   ranges_.push_back(Stored{i, kNever, kNever, encode_size(id, size, exact, false), encode_before(id, s.t.allocated)});
   s.t.allocated += size;
   s.t.active += size;

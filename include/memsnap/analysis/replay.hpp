@@ -241,7 +241,8 @@ class Replay {
   };
   std::vector<Base> expandable_bases_;  // dumped expandable ranges, by (stream, address)
   std::optional<ReplayMismatch> mismatch_;
-  FlatMap64<uint64_t> exact_size_;  // alloc event -> size of its block, when it survives to the dump
+  // (alloc event, size of its block) for each block that survives to the dump, by event
+  std::vector<std::pair<uint32_t, uint64_t>> exact_size_;
   bool starts_mid_run_ = false;
   uint64_t estimated_blocks_ = 0;
   Totals start_totals_;
