@@ -1,6 +1,6 @@
-// PodBuffer: contents survive every growth (heap, heap to mapping, mapping to a larger
-// aligned mapping), moves and explicit copies, for element sizes that do and do not
-// divide the 2 MiB mapping unit.
+// PodBuffer: contents survive every growth (heap, heap to a mapping of small pages, that
+// mapping grown by mremap, small pages to huge ones, huge to a larger aligned mapping), moves and explicit copies, for
+// element sizes that do and do not divide the 2 MiB mapping unit.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -73,6 +73,12 @@ TEST_CASE("PodBuffer keeps its contents across heap and mapped growth") {
   }
   SUBCASE("56-byte records") {
     check_growth<Odd>(200'000);
+  }
+  SUBCASE("a mapping of small pages, grown by mremap, never reaching huge pages") {
+    check_growth<uint32_t>(100'000);
+  }
+  SUBCASE("small pages, then huge pages") {
+    check_growth<uint32_t>(700'000);
   }
   SUBCASE("small arrays stay small") {
     check_growth<uint32_t>(1000);
