@@ -479,14 +479,16 @@ class Memo {
   // Pages come zeroed from 2 MiB anonymous mappings, 128 at a time: as calloc'd pages they
   // were memset on top of the kernel's own zeroing (perf: 4.7% of a 1 GB analyze, nearly
   // all of it here, since every event's frames list is memoized). The chunk after the one
-  // in use is mapped early and prefaulted on the second core (see util/prefault.hpp).
+  // in use is mapped early and prefaulted on the second core (see util/prefault.hpp), once
+  // the memo has taken a few chunks: a small input is not made to hold a spare.
   static constexpr size_t kChunk = size_t{2} << 20;
+  static constexpr size_t kSpareFrom = 4;
   uint32_t* new_page() {
     if (chunk_left_ == 0) {
       void* c = spare_ ? spare_ : map_chunk();
       if (c == nullptr) bail();
-      spare_ = map_chunk();
-      if (spare_) util::prefault(spare_, kChunk);
+      spare_ = nullptr;
+      if (chunks_.size() >= kSpareFrom && (spare_ = map_chunk())) util::prefault(spare_, kChunk);
       chunk_next_ = static_cast<uint32_t*>(c);
       chunk_left_ = kChunk / (4096 * sizeof(uint32_t));
     }

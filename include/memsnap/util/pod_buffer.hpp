@@ -5,10 +5,11 @@
 // larger aligned mapping (mremap with MREMAP_FIXED): no copy, never two copies at once, huge
 // pages kept whole. Why huge pages: on the benchmark machine (a VM) a first-touch fault of a
 // 4 KiB page costs about 4 us, and such faults were a sixth of `analyze`'s time (perf:
-// exc_page_fault under Trace::push_back and Replay::sweep_alloc). A mapped array holds at most
-// one partly used huge page beyond its size. While a mapped array grows by push_back, the
-// next two huge pages past the one being written are handed to util::prefault, so their
-// first-touch faults are taken on the second core (see prefault.hpp).
+// exc_page_fault under Trace::push_back and Replay::sweep_alloc). While an array grows, the
+// pages it will write next are handed to util::prefault, so their first-touch faults are
+// taken on the second core (see prefault.hpp): for small pages, the part each growth adds;
+// for huge pages, the two past the one push_back is writing. A mapped array therefore holds
+// up to two populated huge pages (or 1 MiB of small ones) beyond its size until trim().
 #pragma once
 
 #include <sys/mman.h>
