@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace memsnap::util {
@@ -18,8 +19,14 @@ class Prefaulter {
     std::lock_guard lock(mu_);
     if (!started_) {
       started_ = true;
-      std::thread([this] { work(); }).detach();  // lives as long as the process: see instance()
+      try {
+        std::thread([this] { work(); }).detach();  // lives as long as the process: see instance()
+        running_ = true;
+      } catch (const std::system_error&) {
+        // No thread to be had (a process limit): the writer faults its own pages, as before.
+      }
     }
+    if (!running_) return;
     queue_.push_back({b, e});
     wake_.notify_one();
   }
@@ -59,6 +66,7 @@ class Prefaulter {
   std::deque<Range> queue_;
   Range busy_;  // the step being populated, unlocked
   bool started_ = false;
+  bool running_ = false;  // the worker exists
 };
 
 // Never destroyed: buffers freed by static destructors at exit may still call forget(), and
