@@ -25,6 +25,18 @@ T median(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
+/// The first element of the sorted span from `from` on for which `before` is false (or
+/// the span's end): an exponential search from `from`, so it costs the log of the
+/// distance to the answer, not of the span's length.
+template <class T, class Before>
+size_t gallop(std::span<const T> sorted, size_t from, Before before) {
+  size_t lo = from, step = 1;
+  while (sorted.size() - lo >= step && before(sorted[lo + step - 1])) lo += step, step *= 2;
+  auto end = sorted.begin() + static_cast<ptrdiff_t>(std::min(lo + step, sorted.size()));
+  return static_cast<size_t>(std::partition_point(sorted.begin() + static_cast<ptrdiff_t>(lo), end, before) -
+                             sorted.begin());
+}
+
 /// The allocations of the window, in event order: the ranges that began in it (the
 /// replay's last ones, in the same order), each with a symbol numbering its stack, or
 /// its size for allocations without one, in order of first use. Four bytes each; the
@@ -100,17 +112,9 @@ class Occurrences {
   /// on a trace without stacks).
   std::optional<uint32_t> next_at_or_after(size_t i, size_t target) const {
     std::span<const uint32_t> occ = of_alloc(i);
-    size_t lo = rank_[i], step = 1, hi = lo + 1;  // occ[lo] == i < target
-    while (hi < occ.size() && occ[hi] < target) {
-      lo = hi;
-      step *= 2;
-      hi = lo + step;
-    }
-    hi = std::min(hi + 1, occ.size());
-    auto it =
-        std::lower_bound(occ.begin() + static_cast<ptrdiff_t>(lo), occ.begin() + static_cast<ptrdiff_t>(hi), target);
-    if (it == occ.end()) return std::nullopt;
-    return *it;
+    size_t k = gallop(occ, rank_[i], [&](uint32_t j) { return j < target; });  // occ[rank_[i]] == i < target
+    if (k == occ.size()) return std::nullopt;
+    return occ[k];
   }
 
  private:
@@ -558,12 +562,7 @@ std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<u
   // O(ranges + ranges log gap).
   std::vector<int64_t> bucket(events.size() + 1, 0);
   auto after = [&](size_t from, uint32_t at) {  // the first k >= from with events[k] > at
-    size_t lo = from, step = 1;
-    while (lo + step <= events.size() && events[lo + step - 1] <= at) lo += step, step *= 2;
-    return static_cast<size_t>(
-        std::upper_bound(events.begin() + static_cast<ptrdiff_t>(lo),
-                         events.begin() + static_cast<ptrdiff_t>(std::min(lo + step, events.size())), at) -
-        events.begin());
+    return gallop(std::span<const uint32_t>(events), from, [&](uint32_t e) { return e <= at; });
   };
   size_t at_begin = 0;
   for (uint32_t id = 0, n = static_cast<uint32_t>(replay.ranges().size()); id < n; ++id) {
