@@ -456,6 +456,11 @@ size_t ByteSource::wait_for(size_t n) const {
   return decoder_ ? decoder_->wait_for(n) : data_.size();
 }
 
+std::unique_ptr<ReadAhead> ByteSource::read_ahead() const {
+  if (file_ < 0 || decoder_) return nullptr;
+  return ReadAhead::start(file_, file_offset_, data_.size(), read_ahead_chunk_);
+}
+
 std::optional<uint64_t> ByteSource::decoded_size() const {
   if (!decoder_) return data_.size();
   if (!decoder_->finished.load(std::memory_order_acquire)) return std::nullopt;
@@ -479,6 +484,9 @@ ByteSource& ByteSource::operator=(ByteSource&& o) noexcept {
     map_ = o.map_;
     map_len_ = o.map_len_;
     guard_ = o.guard_;
+    file_ = std::exchange(o.file_, -1);
+    file_offset_ = o.file_offset_;
+    read_ahead_chunk_ = o.read_ahead_chunk_;
     stored_bytes_ = o.stored_bytes_;
     compression_ = o.compression_;
     decoder_ = std::move(o.decoder_);
@@ -497,6 +505,8 @@ ByteSource::~ByteSource() {
 void ByteSource::release() {
   unguard(guard_);
   guard_ = -1;
+  if (file_ >= 0) ::close(file_);
+  file_ = -1;
   if (map_ != nullptr) munmap(map_, map_len_);
   map_ = nullptr;
   map_len_ = 0;
@@ -619,6 +629,11 @@ ByteSource ByteSource::open(const std::string& path, const ReadOptions& options)
     s.compression_ = detect_compression(bytes);
     if (s.compression_ == Compression::None) {
       s.data_ = bytes;
+      if (len >= options.read_ahead_from && std::thread::hardware_concurrency() > 1) {
+        s.file_ = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // -1: no read-ahead, the mapping serves
+        s.file_offset_ = offset;
+        s.read_ahead_chunk_ = options.read_ahead_chunk;
+      }
       return s;
     }
     if (auto d = std::make_unique<Decoder>(); d->reserve(options)) {  // the mapping goes with the decoder

@@ -524,16 +524,24 @@ class FastBuilder {
  public:
   // `arriving`: the source of a streaming input, whose bytes past `in` are still being
   // decoded (nullptr: `in` is all of it).
-  FastBuilder(std::span<const uint8_t> in, const io::ByteSource* arriving, util::MemoryBudget* budget,
-              const ProgressFn* progress, uint64_t progress_total)
+  // `window`: the input read ahead into reused pages (see io/read_ahead.hpp), whose bytes
+  // past `in` are still arriving and before the last release_before() are gone; `back` is
+  // then the input's mapping, which has every byte, for reading a memoized string or span
+  // again (nullptr: `in` is it).
+  FastBuilder(std::span<const uint8_t> in, const io::ByteSource* arriving, io::ReadAhead* window, const uint8_t* back,
+              util::MemoryBudget* budget, const ProgressFn* progress, uint64_t progress_total)
       : begin_(in.data()),
+        back_(back ? back : in.data()),
         p_(in.data()),
         end_(in.data() + in.size()),
         arriving_(arriving),
+        window_(window),
         budget_(budget),
         ticker_(progress, progress_total) {
     stack_.reserve(1024);
     opens_.reserve(256);
+    next_release_ = window ? window->chunk() / 2 : UINT64_MAX;
+    next_check_ = std::min(next_account_, next_release_);
   }
 
   FastResult run();
@@ -545,12 +553,24 @@ class FastBuilder {
   }
   // A streaming input: waits until `n` bytes from `p` have arrived. False when the input
   // ended (or failed) short of them.
+  // With a read-ahead window, also false when the window cannot hold them: the generic
+  // path then reads the mapping.
   [[gnu::noinline]] bool more(const uint8_t* p, uint64_t n) {
-    if (!arriving_) return false;
     uint64_t at = off(p);
     size_t want = n > SIZE_MAX - at ? SIZE_MAX : size_t(at + n);
-    end_ = begin_ + arriving_->wait_for(want);
+    if (window_)
+      end_ = begin_ + window_->wait_for(want);
+    else if (arriving_)
+      end_ = begin_ + arriving_->wait_for(want);
+    else
+      return false;
     return uint64_t(end_ - p) >= n;
+  }
+  // FRAME's length is a buffering hint: the bytes must exist, but a window need not hold
+  // them all at once.
+  bool frame_fits(const uint8_t* q, uint64_t n) {
+    if (window_) return n <= window_->size() - off(q);
+    return n <= uint64_t(end_ - q) || more(q, n);
   }
   template <class T>
   T rd() {
@@ -586,7 +606,7 @@ class FastBuilder {
     return s;
   }
   std::string_view str(const Slot& s) const {
-    return std::string_view(reinterpret_cast<const char*>(begin_) + s.b, s.a);
+    return std::string_view(reinterpret_cast<const char*>(back_) + s.b, s.a);
   }
   static Slot int_slot(int64_t v) {
     Slot s;
@@ -724,7 +744,7 @@ class FastBuilder {
     if (g == kNone32) return nullptr;
     const Span& s = spans_[g];
     if (s.epoch != epoch_ || uint64_t(end_ - a) <= s.len || a[s.len] != 'e' ||
-        std::memcmp(begin_ + s.offset, a, s.len) != 0)
+        std::memcmp(back_ + s.offset, a, s.len) != 0)
       return nullptr;
     stack = s.stack;
     last_span_ = g;
@@ -736,7 +756,7 @@ class FastBuilder {
     size_t mask = span_index_.size() - 1, i = h & mask;
     for (; span_index_[i] != kNone32; i = (i + 1) & mask) {
       const Span& s = spans_[span_index_[i]];
-      if (s.hash == h && s.len == len && std::memcmp(begin_ + s.offset, a, len) == 0) break;
+      if (s.hash == h && s.len == len && std::memcmp(back_ + s.offset, a, len) == 0) break;
     }
     return i;
   }
@@ -762,15 +782,20 @@ class FastBuilder {
   void push_segment(const Open& o);
   void push_settings(const Open& o);
   Snapshot renumber();
+  void checkpoint();
   void account();
 
   const uint8_t* begin_;
+  const uint8_t* back_;  // begin_, or the mapping with every byte when begin_ is a window
   const uint8_t* p_;
   const uint8_t* end_;              // what has arrived
   const io::ByteSource* arriving_;  // more may arrive from here (nullptr: none)
+  io::ReadAhead* window_;           // or from here, into a window (nullptr: none)
   util::MemoryBudget* budget_;
   ProgressTicker ticker_;                      // the progress line: reported from account(), every MiB
   uint64_t next_account_ = uint64_t{1} << 20;  // input offset of the next memory check
+  uint64_t next_release_ = 0;                  // of the next release of a window's bytes
+  uint64_t next_check_ = 0;                    // the sooner of the two: checkpoint()
   int protocol_ = 0;
   std::vector<Slot> stack_;
   std::vector<uint32_t> marks_;
@@ -1396,7 +1421,7 @@ void FastBuilder::skip_frame_ops_slow(const uint8_t*& q) {
     uint64_t n;
     std::memcpy(&n, q + 1, 8);
     q += 9;
-    if (n > uint64_t(end_ - q) && !more(q, n)) bail();
+    if (!frame_fits(q, n)) bail();
   }
 }
 
@@ -1609,6 +1634,17 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
   return true;
 }
 
+// Between opcodes, every MiB of input, and every half chunk of a read-ahead window.
+void FastBuilder::checkpoint() {
+  uint64_t at = off(p_);
+  if (window_) {
+    window_->release_before(size_t(at));  // only p_ points into the input between opcodes
+    next_release_ = at + window_->chunk() / 2;
+  }
+  if (at >= next_account_) account();
+  next_check_ = window_ ? std::min(next_account_, next_release_) : next_account_;
+}
+
 // Everything the fast path holds, against the run's memory bound (every MiB of input).
 void FastBuilder::account() {
   next_account_ = off(p_) + (uint64_t{1} << 20);
@@ -1630,8 +1666,8 @@ void FastBuilder::account() {
 FastResult FastBuilder::run() {
   for (;;) {
     if (p_ >= end_ && !more(p_, 1)) bail();
-    if (off(p_) >= next_account_) [[unlikely]]
-      account();
+    if (off(p_) >= next_check_) [[unlikely]]
+      checkpoint();
     uint8_t c = *p_++;
     switch (c) {
       case 0x80: {  // PROTO
@@ -1642,7 +1678,7 @@ FastResult FastBuilder::run() {
       }
       case 0x95: {  // FRAME: a buffering hint
         uint64_t n = rd<uint64_t>();
-        if (n > uint64_t(end_ - p_) && !more(p_, n)) bail();  // streaming: the frame is there
+        if (!frame_fits(p_, n)) bail();  // streaming: the frame is there
         break;
       }
       case '.': {  // STOP
@@ -1651,6 +1687,7 @@ FastResult FastBuilder::run() {
         snap_.form = opens_[0].role == R_top ? Form::Dict : Form::List;
         finish(0);
         opens_.clear();
+        if (window_) window_->close();  // its pages are not part of the peak that follows
         FastResult out;
         out.protocol = protocol_;
         out.snapshot = renumber();
@@ -1880,10 +1917,11 @@ Snapshot FastBuilder::renumber() {
 
 namespace {
 
-std::optional<FastResult> build(std::span<const uint8_t> input, const io::ByteSource* arriving,
-                                util::MemoryBudget* budget, const ProgressFn* progress, uint64_t progress_total) {
+std::optional<FastResult> build(std::span<const uint8_t> input, const io::ByteSource* arriving, io::ReadAhead* window,
+                                const uint8_t* back, util::MemoryBudget* budget, const ProgressFn* progress,
+                                uint64_t progress_total) {
   try {
-    FastBuilder b(input, arriving, budget, progress, progress_total);
+    FastBuilder b(input, arriving, window, back, budget, progress, progress_total);
     return b.run();
   } catch (const Bail& b) {
     // MEMSNAP_FAST_DEBUG=1 says where the fast path gave up (for profiling real files).
@@ -1897,12 +1935,19 @@ std::optional<FastResult> build(std::span<const uint8_t> input, const io::ByteSo
 
 std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget,
                                      const ProgressFn* progress) {
-  return build(input, nullptr, budget, progress, input.size());
+  return build(input, nullptr, nullptr, nullptr, budget, progress, input.size());
 }
 
 std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget,
                                      const ProgressFn* progress) {
-  if (!source.streaming()) return fast_build(source.data(), budget, progress);
+  if (!source.streaming()) {
+    std::span<const uint8_t> all = source.data();
+    if (auto ahead = source.read_ahead()) {
+      std::span<const uint8_t> now(ahead->base(), ahead->wait_for(1));
+      return build(now, nullptr, ahead.get(), all.data(), budget, progress, all.size());
+    }
+    return fast_build(all, budget, progress);
+  }
   // The decoder reports its progress in stored bytes while it runs; the parse takes over,
   // in decoded bytes, once their number is known.
   ProgressFn parsed;
@@ -1911,7 +1956,7 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
       if (auto total = source.decoded_size()) (*progress)(std::min(done, *total), *total);
     };
   std::span<const uint8_t> now(source.begin(), source.wait_for(1));
-  auto out = build(now, &source, budget, &parsed, UINT64_MAX);
+  auto out = build(now, &source, nullptr, nullptr, budget, &parsed, UINT64_MAX);
   if (out && parsed) {
     source.wait_for(SIZE_MAX);
     parsed(UINT64_MAX, 0);  // done: a parse that ended before the decoder still shows its end

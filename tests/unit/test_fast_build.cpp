@@ -2,16 +2,21 @@
 // tables and order included) on every fixture and real file, and gives way to the
 // generic path on every form it does not handle.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../src/snapshot/fast_build.hpp"
 #include "memsnap/io/byte_source.hpp"
+#include "memsnap/io/read_ahead.hpp"
 #include "memsnap/pickle/pickler.hpp"
 #include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/snapshot/builder.hpp"
@@ -147,7 +152,84 @@ void check_streamed(const std::vector<uint8_t>& plain, size_t chunk, bool lockst
   check_same(streamed->snapshot, whole->snapshot);
 }
 
+// Parses the plain file at `path` through a read-ahead window of `chunk`-byte chunks: the
+// reader moves each chunk's pages ahead once the parse has released it, and the parse
+// reads memo strings and spans again from the mapping. The model must be the one parsing
+// the whole buffer gives. Returns whether the window served the parse.
+bool check_read_ahead(const std::filesystem::path& path, size_t chunk) {
+  CAPTURE(chunk);
+  auto whole = detail::fast_build(test::read_bytes(path));
+  io::ReadOptions o;
+  o.read_ahead_from = 0;
+  o.read_ahead_chunk = chunk;
+  io::ByteSource src = io::ByteSource::open(path.string(), o);
+  bool windowed = src.read_ahead() != nullptr;
+  CHECK(windowed == (std::thread::hardware_concurrency() > 1));
+  auto read = detail::fast_build(src, nullptr, nullptr);
+  REQUIRE(read.has_value() == whole.has_value());
+  if (whole) {
+    CHECK(read->protocol == whole->protocol);
+    check_same(read->snapshot, whole->snapshot);
+  }
+  return windowed;
+}
+
 }  // namespace
+
+TEST_CASE("fast path: a plain file read ahead into a window of moving pages gives the same model") {
+  // 8 KiB chunks: a fixture of a few hundred KiB moves its pages dozens of times, and
+  // events, frames lists and FRAME ops straddle every chunk boundary.
+  size_t page = size_t(sysconf(_SC_PAGESIZE)), files = 0, windowed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
+    std::string name = entry.path().filename().string();
+    if (!name.ends_with(".pickle")) continue;
+    CAPTURE(name);
+    windowed += check_read_ahead(entry.path(), 2 * page);
+    windowed += check_read_ahead(entry.path(), io::ReadAhead::kChunk);
+    ++files;
+  }
+  CHECK(files >= 20);
+  if (std::thread::hardware_concurrency() > 1) CHECK(windowed == 2 * files);
+  test::each_realdata([&](const std::filesystem::path& p) {
+    check_read_ahead(p, 2 * page);
+    check_read_ahead(p, 64 * page);
+  });
+}
+
+TEST_CASE("read-ahead: every byte in order, a request the window cannot hold answered at once") {
+  // A file of 40 chunks with a pattern that tells each byte's offset.
+  size_t page = size_t(sysconf(_SC_PAGESIZE)), chunk = 2 * page;
+  std::vector<uint8_t> bytes(40 * chunk + 123);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7 + i / 251);
+  auto path = std::filesystem::temp_directory_path() / "memsnap_read_ahead_test.bin";
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+    REQUIRE(std::fclose(f) == 0);
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  {
+    auto r = io::ReadAhead::start(fd, 5, bytes.size() - 5, chunk);  // from an offset, as stdin
+    REQUIRE(r);
+    // Nothing released: the window holds kChunks chunks, and a wait past them returns short
+    // at once instead of waiting for a release that cannot come.
+    size_t cap = io::ReadAhead::kChunks * chunk;
+    CHECK(r->wait_for(cap) == cap);
+    CHECK(r->wait_for(cap + 1) == cap);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < r->size(); ++i) {
+      if (i % (chunk / 2) == 0) r->release_before(i);
+      if (r->wait_for(i + 1) <= i) break;
+      mismatches += r->base()[i] != bytes[i + 5];
+    }
+    CHECK(mismatches == 0);
+    CHECK(r->wait_for(SIZE_MAX) == bytes.size() - 5);
+  }
+  ::close(fd);
+  std::filesystem::remove(path);
+}
 
 TEST_CASE("fast path: a compressed input parsed while it is decoded gives the same model") {
   size_t files = 0;

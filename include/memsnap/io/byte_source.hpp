@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/io/read_ahead.hpp"
 #include "memsnap/util/memory_budget.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 #include "memsnap/util/progress.hpp"
@@ -40,6 +41,12 @@ struct ReadOptions {
   /// Tests: the decoder publishes its next chunk only once the reader waits for it, so
   /// that the reader meets every chunk boundary.
   bool stream_lockstep = false;
+  /// A plain file at least this long is read ahead on the second core (ByteSource::
+  /// read_ahead). The window is then at most 1% of the file: a peak of memory near half the
+  /// file (a trace without frames) stays under it.
+  uint64_t read_ahead_from = uint64_t{400} << 20;
+  /// Tests: the read-ahead window's chunk (see ReadAhead::start).
+  size_t read_ahead_chunk = ReadAhead::kChunk;
 };
 
 /// Owns the bytes of one input. Compression and encoding are detected from the
@@ -84,6 +91,10 @@ class ByteSource {
   /// killing the process with SIGBUS, and this says so. Call after decoding, also when
   /// decoding failed (the zeros are then the likely cause).
   void check_intact() const;
+  /// For a plain file of at least ReadOptions::read_ahead_from bytes read by its mapping,
+  /// on a machine with a second core: the same bytes read on that core into a window (see
+  /// read_ahead.hpp), for a parser going through them in order. nullptr otherwise.
+  std::unique_ptr<ReadAhead> read_ahead() const;
 
  private:
   ByteSource() = default;
@@ -95,7 +106,10 @@ class ByteSource {
   util::PodBuffer<uint8_t> buffer_;  // owns data_ unless mapped
   void* map_ = nullptr;
   size_t map_len_ = 0;
-  int guard_ = -1;  // slot in the SIGBUS guard while mapped
+  int guard_ = -1;            // slot in the SIGBUS guard while mapped
+  int file_ = -1;             // a plain file's descriptor while mapped, for read_ahead()
+  uint64_t file_offset_ = 0;  // where the mapping starts in it (stdin already read from)
+  size_t read_ahead_chunk_ = ReadAhead::kChunk;
   uint64_t stored_bytes_ = 0;
   Compression compression_ = Compression::None;
   std::unique_ptr<Decoder> decoder_;
