@@ -1948,11 +1948,17 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
                                      const ProgressFn* progress) {
   if (!source.streaming()) {
     std::span<const uint8_t> all = source.data();
-    if (auto ahead = source.read_ahead()) {
-      std::span<const uint8_t> now(ahead->base(), ahead->wait_for(1));
-      return build(now, nullptr, ahead.get(), all.data(), budget, progress, all.size());
-    }
-    return fast_build(all, budget, progress);
+    auto ahead = source.read_ahead();
+    // The window counts against --max-memory while the parse reads it. Under a bound of less
+    // than half the file (tight: the model alone may need that much) the mapping serves
+    // alone, as it did before there was a window, and the bound passes or fails as it did.
+    if (ahead && budget && budget->left() < std::max<uint64_t>(all.size() / 2, ahead->window_bytes())) ahead.reset();
+    if (!ahead) return fast_build(all, budget, progress);
+    if (budget) budget->set(util::Account::Input, ahead->window_bytes());
+    std::span<const uint8_t> now(ahead->base(), ahead->wait_for(1));
+    auto out = build(now, nullptr, ahead.get(), all.data(), budget, progress, all.size());
+    if (budget) budget->set(util::Account::Input, 0);
+    return out;
   }
   // The decoder reports its progress in stored bytes while it runs; the parse takes over,
   // in decoded bytes, once their number is known.

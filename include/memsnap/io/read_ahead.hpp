@@ -47,6 +47,8 @@ class ReadAhead {
   /// window too small for what one opcode needs (unless that is about chunk()/2 itself).
   void release_before(size_t n);
   size_t chunk() const { return chunk_; }
+  /// The anonymous memory the window holds at most.
+  size_t window_bytes() const { return kChunks * chunk_; }
 
   /// Stops reading and gives the window's memory back: no byte of it may be read after.
   /// For a parser done with the input before it builds its result (the peak of memory).

@@ -11,7 +11,8 @@ namespace memsnap::util {
 /// What holds memory. A stage sets its own account to what it holds now (after a
 /// growth step, not per element); the sum of all accounts is checked against the limit.
 enum class Account : uint8_t {
-  Input,     // decoded input held in memory (stdin, decompressed data); a mapped file is page cache
+  Input,     // decoded input held in memory (stdin, decompressed data, a read-ahead window); a mapped
+             // file is page cache
   Parse,     // the value graph or the fast path's tables
   Model,     // the snapshot model
   Analysis,  // what the analyses build
