@@ -1474,7 +1474,13 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
   skip_frame_ops(q);
   if (q >= end_ || *q != '(') return false;
   ++q;
-  Slot f[F_ev_N];
+  // The fields' slots, left uninitialised: only those in `seen` are written and read. As a
+  // Slot[] they were zeroed for every event (perf: `rep stos` at 11% of try_event's samples).
+  union Fields {
+    Fields() {}
+    Slot s[F_ev_N];
+  } fields;
+  Slot* f = fields.s;
   uint32_t seen = 0;
   auto get_slot = [&](uint32_t h, Slot& out) {
     switch (h & ~Memo::kPayload) {
