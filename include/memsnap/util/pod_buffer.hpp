@@ -170,16 +170,14 @@ class PodBuffer {
       if (map_bytes_) {
         // Move the old pages into the new mapping's head: page tables move, nothing is
         // copied. A plain mremap to wherever the kernel likes would leave the array
-        // misaligned and split its huge pages. Small pages (the first growth past 2 MiB) are
-        // advised like the new mapping first, so that they join its VMA and the next growth
-        // moves the array as one (mremap moves only what lies in one VMA). They were copied
-        // before: perf showed that copy's first touch of a fresh huge page, on the parsing
-        // thread, at 15% of a 114 MB analyze's samples (a VM, where a fault of fresh memory
-        // costs about 4 us per 4 KiB).
+        // misaligned and split its huge pages. Small pages (the first growth past 2 MiB) move
+        // too: they were copied before, and perf showed that copy's first touch of a fresh
+        // huge page, on the parsing thread, at 15% of a 114 MB analyze's samples (a VM, where
+        // a fault of fresh memory costs about 4 us per 4 KiB). Moved pages stay a VMA of
+        // their own (their page offset is not the new mapping's), so the array is several
+        // VMAs; kernels before 6.17 move only one VMA at a time, and there the next growth
+        // copies below, as it did after any move.
         forget_prefault(p_, map_bytes_);
-#ifdef MADV_HUGEPAGE
-        if (map_bytes_ < kMapped) madvise(p_, map_bytes_, MADV_HUGEPAGE);
-#endif
         if (mremap(p_, map_bytes_, map_bytes_, MREMAP_MAYMOVE | MREMAP_FIXED, q) == MAP_FAILED) {
           std::memcpy(q, p_, n_ * sizeof(T));
           munmap(p_, map_bytes_);
