@@ -404,9 +404,6 @@ inline int field_of(Role r, uint8_t sym) {
 }
 
 constexpr uint32_t kNone32 = 0xFFFFFFFFu;
-// An input this large (when its size is known) is worth a spare chunk held ahead (see
-// Memo::large_input): the size from which a plain file is read ahead, too.
-constexpr uint64_t kLargeInput = uint64_t{64} << 20;
 
 struct Open {
   Role role;
@@ -477,8 +474,9 @@ class Memo {
     return (old & ~kPayload) == kFrame && old != h;  // spans depend on frame entries only
   }
   size_t bytes() const { return pages_.size() * 8 + chunks_.size() * kChunk; }
-  // A large input keeps a spare chunk from the first: its first few chunks' faults were taken
-  // on the parsing thread (perf: Memo::put under do_huge_pmd_wp_page, 5% of a 114 MB analyze).
+  // An input read ahead (a large file) keeps a spare chunk from the first: its first few
+  // chunks' faults were taken on the parsing thread (perf: Memo::put under
+  // do_huge_pmd_wp_page, 5% of a 114 MB analyze).
   void large_input() { spare_from_ = 0; }
 
  private:
@@ -547,7 +545,7 @@ class FastBuilder {
     stack_.reserve(1024);
     opens_.reserve(256);
     next_release_ = window ? window->chunk() / 2 : UINT64_MAX;
-    if (progress_total != UINT64_MAX && progress_total >= kLargeInput) memo_.large_input();
+    if (window) memo_.large_input();  // read ahead: a large file, a second core, memory to spare
     next_check_ = std::min(next_account_, next_release_);
   }
 
