@@ -294,6 +294,21 @@ struct ByteSource::Decoder {
   Compression compression = Compression::None;
   ReadOptions options;
   std::thread thread;
+  // A decoder that waits for its reader (ReadOptions::zstd_window): started by the first
+  // call that needs its buffer; until then, the input's first bytes are decoded apart.
+  static constexpr size_t kHead = size_t{64} << 10;
+  bool waits = false;
+  std::atomic<bool> running{false};
+  std::once_flag start_once, head_once;
+  std::vector<uint8_t> head;
+
+  void start() {
+    std::call_once(start_once, [this] {
+      thread = std::thread([this] { run(); });
+      running.store(true, std::memory_order_release);
+    });
+  }
+  std::span<const uint8_t> decode_head();
 
   ~Decoder() {
     {
@@ -315,6 +330,7 @@ struct ByteSource::Decoder {
     in = {};
   }
   size_t wait_for(size_t n) {
+    start();
     size_t r = ready.load(std::memory_order_acquire);
     if (r >= n) return r;
     std::unique_lock lock(m);
@@ -326,6 +342,7 @@ struct ByteSource::Decoder {
     return ready.load(std::memory_order_acquire);
   }
   std::span<const uint8_t> finish() {
+    start();
     size_t n = wait_for(SIZE_MAX);  // always takes the lock, so `error` is visible
     if (error) std::rethrow_exception(error);
     return {base, n};
@@ -438,10 +455,30 @@ ByteSource ByteSource::stream(std::unique_ptr<Decoder> d, std::span<const uint8_
   s.compression_ = detect_compression(in);
   d->in = in;
   d->compression = s.compression_;
-  Decoder* raw = d.get();
-  d->thread = std::thread([raw] { raw->run(); });
+  s.read_ahead_chunk_ = d->options.read_ahead_chunk;
+  d->waits = s.compression_ == Compression::Zstd && d->options.zstd_window && std::thread::hardware_concurrency() > 1;
+  if (!d->waits) d->start();
   s.decoder_ = std::move(d);
   return s;
+}
+
+// The first bytes of a decoder that waits, decoded apart (encoding() looks at 64 KiB):
+// as many as there are up to there, fewer at the end or at an error (which data() reports).
+std::span<const uint8_t> ByteSource::Decoder::decode_head() {
+  std::call_once(head_once, [this] {
+    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    if (!ctx) return;
+    head.resize(kHead);
+    ZSTD_inBuffer src{in.data(), in.size(), 0};
+    ZSTD_outBuffer dst{head.data(), head.size(), 0};
+    while (dst.pos < dst.size) {
+      size_t pos = src.pos, had = dst.pos;
+      size_t r = ZSTD_decompressStream(ctx.get(), &dst, &src);
+      if (ZSTD_isError(r) || (src.pos == pos && dst.pos == had)) break;
+    }
+    head.resize(dst.pos);
+  });
+  return head;
 }
 
 std::span<const uint8_t> ByteSource::data() const {
@@ -457,18 +494,27 @@ size_t ByteSource::wait_for(size_t n) const {
 }
 
 std::unique_ptr<ReadAhead> ByteSource::read_ahead() const {
-  if (file_ < 0 || decoder_) return nullptr;
+  if (decoder_) {
+    if (!decoder_->waits || decoder_->running.load(std::memory_order_acquire)) return nullptr;
+    return ReadAhead::start_zstd(decoder_->in, decoder_->reserved, read_ahead_chunk_);
+  }
+  if (file_ < 0) return nullptr;
   return ReadAhead::start(file_, file_offset_, data_.size(), read_ahead_chunk_);
 }
 
 std::optional<uint64_t> ByteSource::decoded_size() const {
   if (!decoder_) return data_.size();
+  if (!decoder_->running.load(std::memory_order_acquire)) return std::nullopt;
   if (!decoder_->finished.load(std::memory_order_acquire)) return std::nullopt;
   return decoder_->ready.load(std::memory_order_acquire);
 }
 
 std::span<const uint8_t> ByteSource::head(size_t n) const {
   if (!decoder_) return data_.first(std::min(n, data_.size()));
+  if (decoder_->waits && !decoder_->running.load(std::memory_order_acquire) && n <= Decoder::kHead) {
+    std::span<const uint8_t> h = decoder_->decode_head();
+    return h.first(std::min(n, h.size()));
+  }
   return {decoder_->base, std::min(n, decoder_->wait_for(n))};
 }
 
@@ -553,6 +599,12 @@ void ByteSource::check_text_encoding() const {
 }
 
 void ByteSource::check_intact() const {
+  // A decoder that never started still holds the stored file's mapping (read through a
+  // window, perhaps); one that ran has checked it itself.
+  if (decoder_ && decoder_->in_guard >= 0 && !decoder_->running.load(std::memory_order_acquire)) {
+    uint64_t f = g_guards[decoder_->in_guard].fault.load();
+    if (f != UINT64_MAX) shrank(f, decoder_->in_map_len);
+  }
   if (guard_ < 0) return;
   uint64_t f = g_guards[guard_].fault.load();
   if (f == UINT64_MAX) return;

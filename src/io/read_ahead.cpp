@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,33 +10,61 @@
 
 namespace memsnap::io {
 
-std::unique_ptr<ReadAhead> ReadAhead::start(int fd, uint64_t offset, uint64_t size, size_t chunk) {
+namespace {
+
+bool usable(uint64_t size, size_t chunk) {
   size_t page = size_t(sysconf(_SC_PAGESIZE));
-  if (fd < 0 || size == 0 || size > (uint64_t{1} << 46) || chunk == 0 || chunk % page || (chunk & (chunk - 1)))
-    return nullptr;
+  return size != 0 && size <= (uint64_t{1} << 46) && chunk != 0 && chunk % page == 0 && (chunk & (chunk - 1)) == 0;
+}
+
+}  // namespace
+
+std::unique_ptr<ReadAhead> ReadAhead::start(int fd, uint64_t offset, uint64_t size, size_t chunk) {
+  if (fd < 0 || !usable(size, chunk)) return nullptr;
   std::unique_ptr<ReadAhead> r(new ReadAhead);
   r->fd_ = fd;
   r->offset_ = offset;
   r->size_ = size;
+  r->size_hint_ = size;
   r->chunk_ = chunk;
-  size_t chunks = size_t((size + chunk - 1) / chunk);
-  r->map_len_ = (chunks + 1) * chunk;
-  void* m = mmap(nullptr, r->map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) return nullptr;
-  r->map_ = m;
-  r->moved_.assign(chunks, 0);
-  r->base_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(m) + chunk - 1) & ~uintptr_t(chunk - 1));
-  if (chunk % kChunk == 0) madvise(r->base_, chunks * chunk, MADV_HUGEPAGE);  // a hint: 4 KiB pages work too
-  try {
-    r->thread_ = std::thread([p = r.get()] { p->run(); });
-  } catch (const std::system_error&) {
-    return nullptr;  // no thread to be had: the caller reads the mapping
-  }
-  return r;
+  return r->launch() ? std::move(r) : nullptr;
+}
+
+std::unique_ptr<ReadAhead> ReadAhead::start_zstd(std::span<const uint8_t> in, uint64_t limit, size_t chunk) {
+  if (in.empty() || !usable(limit, chunk)) return nullptr;
+  std::unique_ptr<ReadAhead> r(new ReadAhead);
+  r->zin_ = in;
+  r->zctx_ = ZSTD_createDCtx();
+  if (r->zctx_ == nullptr) return nullptr;
+  r->size_ = limit;
+  unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR) r->size_hint_ = declared;
+  r->chunk_ = chunk;
+  return r->launch() ? std::move(r) : nullptr;
 }
 
 ReadAhead::~ReadAhead() {
   close();
+  if (zctx_) ZSTD_freeDCtx(zctx_);
+}
+
+// Reserves the window's address range (every chunk of size_, plus one for alignment) and
+// starts the thread; false when either cannot be had (the caller reads another way).
+bool ReadAhead::launch() {
+  size_t chunks = size_t((size_ + chunk_ - 1) / chunk_);
+  map_len_ = (chunks + 1) * chunk_;
+  void* m = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return false;
+  map_ = m;
+  moved_.assign(chunks, 0);
+  base_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(m) + chunk_ - 1) & ~uintptr_t(chunk_ - 1));
+  if (chunk_ % kChunk == 0) madvise(base_, chunks * chunk_, MADV_HUGEPAGE);  // a hint: 4 KiB pages work too
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {
+    return false;
+  }
+  return true;
 }
 
 void ReadAhead::close() {
@@ -78,13 +107,7 @@ void ReadAhead::run() {
         moved_[k - kChunks] = 1;
     }
     size_t want = size_t(std::min<uint64_t>(chunk_, size_ - uint64_t(k) * chunk_));
-    size_t got = 0;
-    while (got < want) {
-      ssize_t n = pread(fd_, dst + got, want - got, off_t(offset_ + uint64_t(k) * chunk_ + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // an error, or the file shrank: the parse ends short
-      got += size_t(n);
-    }
+    size_t got = fill(dst, want);
     {
       std::lock_guard lock(m_);
       ready_.store(k * chunk_ + got, std::memory_order_release);
@@ -95,9 +118,53 @@ void ReadAhead::run() {
   }
   {
     std::lock_guard lock(m_);
+    // A zstd input that goes on past the limit: not all of it was decoded.
+    if (zctx_ && !failed_ && (zin_pos_ < zin_.size() || zlast_ != 0) && ready_.load() == size_) failed_ = true;
     done_ = true;
   }
   cv_.notify_all();
+}
+
+size_t ReadAhead::fill(uint8_t* dst, size_t want) {
+  size_t got = 0;
+  if (zctx_ == nullptr) {
+    while (got < want) {
+      ssize_t n = pread(fd_, dst + got, want - got, off_t(offset_ + consumed_.load(std::memory_order_relaxed)));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) failed_ = true;
+      if (n <= 0) break;  // an error, or the file shrank: the parse ends short
+      got += size_t(n);
+      consumed_.fetch_add(uint64_t(n), std::memory_order_relaxed);
+    }
+    return got;
+  }
+  // Frames may follow one another; the input ends at the end of one, or it was cut short.
+  while (got < want && (zin_pos_ < zin_.size() || zlast_ != 0)) {
+    ZSTD_inBuffer in{zin_.data(), zin_.size(), zin_pos_};
+    ZSTD_outBuffer out{dst, want, got};
+    size_t before = zin_pos_, had = got;
+    zlast_ = ZSTD_decompressStream(zctx_, &out, &in);
+    zin_pos_ = in.pos;
+    got = out.pos;
+    consumed_.store(zin_pos_, std::memory_order_relaxed);
+    if (ZSTD_isError(zlast_) || (zin_pos_ == before && got == had)) {  // corrupt, or truncated
+      failed_ = true;
+      break;
+    }
+  }
+  return got;
+}
+
+std::optional<uint64_t> ReadAhead::finish() {
+  {
+    std::lock_guard lock(m_);
+    released_ = size_t(size_);  // every chunk may move: the decoder runs to the end
+  }
+  cv_.notify_all();
+  std::unique_lock lock(m_);
+  cv_.wait(lock, [&] { return done_; });
+  if (failed_) return std::nullopt;
+  return ready_.load(std::memory_order_acquire);
 }
 
 size_t ReadAhead::wait_for(size_t n) {

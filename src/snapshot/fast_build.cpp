@@ -531,11 +531,13 @@ class FastBuilder {
   // `window`: the input read ahead into reused pages (see io/read_ahead.hpp), whose bytes
   // past `in` are still arriving and before the last release_before() are gone; `back` is
   // then the input's mapping, which has every byte, for reading a memoized string or span
-  // again (nullptr: `in` is it).
+  // again (nullptr: `in` is it, or with a window, there is none: the bytes of strings and
+  // spans are copied as they are read, see kept_).
   FastBuilder(std::span<const uint8_t> in, const io::ByteSource* arriving, io::ReadAhead* window, const uint8_t* back,
               util::MemoryBudget* budget, const ProgressFn* progress, uint64_t progress_total)
       : begin_(in.data()),
         back_(back ? back : in.data()),
+        keep_(window && !back),
         p_(in.data()),
         end_(in.data() + in.size()),
         arriving_(arriving),
@@ -545,7 +547,9 @@ class FastBuilder {
     stack_.reserve(1024);
     opens_.reserve(256);
     next_release_ = window ? window->chunk() / 2 : UINT64_MAX;
-    if (window) memo_.large_input();  // read ahead: a large file, a second core, memory to spare
+    // A large input read ahead (a plain file from 64 MiB, or zstd that says it decodes to as
+    // much), a second core, memory to spare.
+    if (window && window->size_hint() >= (uint64_t{64} << 20)) memo_.large_input();
     next_check_ = std::min(next_account_, next_release_);
   }
 
@@ -606,12 +610,18 @@ class FastBuilder {
     Slot s;
     s.tag = kStr;
     s.a = static_cast<uint32_t>(n);
-    s.b = off(p);
+    s.b = keep_ ? keep(p, n) : off(p);
     s.sym = classify(p, n);
     return s;
   }
-  std::string_view str(const Slot& s) const {
-    return std::string_view(reinterpret_cast<const char*>(back_) + s.b, s.a);
+  std::string_view str(const Slot& s) const { return std::string_view(reinterpret_cast<const char*>(again(s.b)), s.a); }
+  // Where bytes read before are read again: at their offset in the input, or in kept_.
+  const uint8_t* again(uint64_t at) const { return keep_ ? kept_.data() + at : back_ + at; }
+  // Copies bytes the window will not hold for long; returns where they are in kept_.
+  uint64_t keep(const uint8_t* p, uint64_t n) {
+    uint64_t at = kept_.size();
+    kept_.insert(kept_.end(), p, p + n);
+    return at;
   }
   static Slot int_slot(int64_t v) {
     Slot s;
@@ -749,7 +759,7 @@ class FastBuilder {
     if (g == kNone32) return nullptr;
     const Span& s = spans_[g];
     if (s.epoch != epoch_ || uint64_t(end_ - a) <= s.len || a[s.len] != 'e' ||
-        std::memcmp(back_ + s.offset, a, s.len) != 0)
+        std::memcmp(again(s.offset), a, s.len) != 0)
       return nullptr;
     stack = s.stack;
     last_span_ = g;
@@ -761,7 +771,7 @@ class FastBuilder {
     size_t mask = span_index_.size() - 1, i = h & mask;
     for (; span_index_[i] != kNone32; i = (i + 1) & mask) {
       const Span& s = spans_[span_index_[i]];
-      if (s.hash == h && s.len == len && std::memcmp(back_ + s.offset, a, len) == 0) break;
+      if (s.hash == h && s.len == len && std::memcmp(again(s.offset), a, len) == 0) break;
     }
     return i;
   }
@@ -792,6 +802,10 @@ class FastBuilder {
 
   const uint8_t* begin_;
   const uint8_t* back_;  // begin_, or the mapping with every byte when begin_ is a window
+  // A window with no mapping behind it (zstd): the bytes of every string and span, copied
+  // when they are read (a few MiB: most strings and frames lists repeat by memo GET).
+  bool keep_;
+  std::vector<uint8_t> kept_;
   const uint8_t* p_;
   const uint8_t* end_;              // what has arrived
   const io::ByteSource* arriving_;  // more may arrive from here (nullptr: none)
@@ -1397,7 +1411,7 @@ bool FastBuilder::try_frames_span(uint32_t rec) {
     } else {
       stack = decode_span(a, b);
       if (spans_.size() >= 0xFFFFFFF0u) bail();
-      spans_.push_back(Span{h, off(a), static_cast<uint32_t>(len), stack, epoch_});
+      spans_.push_back(Span{h, keep_ ? keep(a, len) : off(a), static_cast<uint32_t>(len), stack, epoch_});
       span_index_[i] = static_cast<uint32_t>(spans_.size() - 1);
       if (spans_.size() * 2 > span_index_.size()) {
         std::vector<uint32_t> grown(span_index_.size() * 2, kNone32);
@@ -1671,7 +1685,7 @@ void FastBuilder::account() {
                    opens_.capacity() * sizeof(Open) + memo_.bytes() + spans_.capacity() * sizeof(Span) +
                    span_index_.capacity() * 4 + pending_blocks_.capacity() * sizeof(PendingBlock) +
                    staged_.capacity() * sizeof(Staged) + pstrings_.memory_bytes() + pframes_.memory_bytes() +
-                   pstacks_.memory_bytes();
+                   pstacks_.memory_bytes() + kept_.capacity();
   uint64_t model = 0;
   for (const auto& [i, d] : devices_) model += d.memory_bytes();
   budget_->set(util::Account::Parse, parse);
@@ -1704,8 +1718,13 @@ FastResult FastBuilder::run() {
         snap_.form = opens_[0].role == R_top ? Form::Dict : Form::List;
         finish(0);
         opens_.clear();
-        if (window_) window_->close();  // its pages are not part of the peak that follows
         FastResult out;
+        if (keep_) {  // the decoder goes to the end of its input, past the pickle's: errors there count
+          std::optional<uint64_t> decoded = window_->finish();
+          if (!decoded) bail();  // the whole input's decoder reports what is wrong
+          out.decoded_bytes = *decoded;
+        }
+        if (window_) window_->close();  // its pages are not part of the peak that follows
         out.protocol = protocol_;
         out.snapshot = renumber();
         return out;
@@ -1978,6 +1997,21 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
     parsed = [&](uint64_t done, uint64_t) {
       if (auto total = source.decoded_size()) (*progress)(std::min(done, *total), *total);
     };
+  // zstd through a window: progress in stored bytes, then the decoded size at the end.
+  auto ahead = source.read_ahead();
+  if (ahead && budget && budget->left() < ahead->window_bytes()) ahead.reset();
+  if (ahead) {
+    ProgressFn stored;
+    if (progress && *progress)
+      stored = [&](uint64_t, uint64_t) { (*progress)(ahead->consumed(), source.stored_bytes()); };
+    if (budget) budget->set(util::Account::Input, ahead->window_bytes());
+    std::span<const uint8_t> now(ahead->base(), ahead->wait_for(1));
+    auto out = build(now, nullptr, ahead.get(), nullptr, budget, &stored, UINT64_MAX);
+    ahead.reset();
+    if (budget) budget->set(util::Account::Input, 0);
+    if (out && stored) (*progress)(*out->decoded_bytes, *out->decoded_bytes);
+    return out;
+  }
   std::span<const uint8_t> now(source.begin(), source.wait_for(1));
   auto out = build(now, &source, nullptr, nullptr, budget, &parsed, UINT64_MAX);
   if (out && parsed) {

@@ -20,6 +20,7 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
   src.check_text_encoding();
   BuildOptions build;
   build.budget = &budget;
+  std::optional<uint64_t> decoded;  // known without data(): the input went through a window
   if (out.input.encoding == io::Encoding::Json) {
     build.input_bytes = src.data().size();
     auto text = src.data().subspan(io::utf8_bom(src.data()));  // a UTF-8 byte order mark is fine
@@ -29,6 +30,7 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
     // The schema-directed path: the same model, without a value graph (see fast_build.cpp).
     out.input.pickle_protocol = fast->protocol;
     out.snapshot = std::move(fast->snapshot);
+    decoded = fast->decoded_bytes;
   } else {
     budget.set(util::Account::Model, 0);
     budget.set(util::Account::Parse, 0);
@@ -42,8 +44,8 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
     out.snapshot = build_snapshot(g, build);
   }
   // A streaming decoder may still be reading past the pickle's end: this waits for it and
-  // throws its error, as decoding first would have.
-  out.input.decoded_bytes = src.data().size();
+  // throws its error, as decoding first would have (a window's decoder did that already).
+  out.input.decoded_bytes = decoded ? *decoded : src.data().size();
   for (auto& d : out.snapshot.devices) d.trace.trim();  // the model is complete: no more growth
   budget.set(util::Account::Parse, 0);
   return out;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memsnap/io/byte_source.hpp"
@@ -404,6 +405,53 @@ TEST_CASE("streaming: the decoder on its own thread gives the same bytes as deco
     CHECK_FALSE(whole.streaming());
     CHECK(std::vector<uint8_t>(s.data().begin(), s.data().end()) ==
           std::vector<uint8_t>(whole.data().begin(), whole.data().end()));
+  }
+}
+
+TEST_CASE("streaming zstd waits for its reader: the encoding from the first bytes alone") {
+  if (std::thread::hardware_concurrency() < 2) return;  // no second core: the decoder starts at once
+  auto text = [](const std::string& t) { return std::vector<uint8_t>(t.begin(), t.end()); };
+  SUBCASE("JSON, told by its first bytes, then read whole") {
+    auto json = text("  {\"segments\": [], \"device_traces\": []}");
+    ByteSource s = ByteSource::from_bytes(zstd(json, false), streaming(4096));
+    CHECK_FALSE(s.decoded_size().has_value());  // not started
+    CHECK(s.encoding() == Encoding::Json);
+    CHECK_NOTHROW(s.check_text_encoding());
+    CHECK_FALSE(s.decoded_size().has_value());  // still not: the head was decoded apart
+    REQUIRE(s.data().size() == json.size());
+    CHECK(std::equal(json.begin(), json.end(), s.data().begin()));
+    CHECK(s.decoded_size() == std::optional<uint64_t>(json.size()));
+  }
+  SUBCASE("blank past the first 64 KiB: the second look reads it all") {
+    std::vector<uint8_t> blank((size_t{64} << 10) + 10, ' ');
+    blank.push_back('[');
+    blank.push_back(']');
+    ByteSource s = ByteSource::from_bytes(zstd(blank, true), streaming(4096));
+    CHECK(s.encoding() == Encoding::Json);
+  }
+  SUBCASE("UTF-16 text is named") {
+    std::vector<uint8_t> utf16 = {0xFF, 0xFE, '{', 0, '}', 0};
+    ByteSource s = ByteSource::from_bytes(zstd(utf16, false), streaming(4096));
+    CHECK_THROWS_AS(s.check_text_encoding(), InputError);
+  }
+  SUBCASE("a pickle cut short: the error the decoder that starts at once gives") {
+    const std::vector<uint8_t> plain = sample_pickle();
+    auto stored = zstd(plain, false);
+    std::vector<uint8_t> cut(stored.begin(), stored.end() - 2);
+    auto message = [&](bool waits) {
+      ReadOptions o = streaming(4096);
+      o.zstd_window = waits;
+      ByteSource s = ByteSource::from_bytes(cut, o);
+      try {
+        (void)s.encoding();
+        (void)s.data();
+      } catch (const InputError& e) {
+        return e.location() + ": " + e.message();
+      }
+      return std::string("no error");
+    };
+    CHECK(message(true) == message(false));
+    CHECK(contains(message(true), "truncated zstd stream"));
   }
 }
 
