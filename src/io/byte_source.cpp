@@ -263,6 +263,26 @@ util::PodBuffer<uint8_t> read_all(int fd, const ReadOptions& o, const char* what
   return out.take();
 }
 
+// The sink of a decoder's first bytes: a vector of at most `cap`, then Full.
+class HeadSink {
+ public:
+  struct Full {};
+  HeadSink(std::vector<uint8_t>& out, size_t cap) : out_(out), cap_(cap) { out_.resize(cap); }
+  ~HeadSink() { out_.resize(used_); }
+  HeadSink(const HeadSink&) = delete;
+  std::span<uint8_t> room() {
+    if (used_ == cap_) throw Full{};
+    return {out_.data() + used_, cap_ - used_};
+  }
+  void wrote(size_t n) { used_ += n; }
+  void input_at(size_t) {}
+
+ private:
+  std::vector<uint8_t>& out_;
+  size_t cap_;
+  size_t used_ = 0;
+};
+
 }  // namespace
 
 // ---- streaming: decoding on a second thread while the parser reads ----------------------------
@@ -294,7 +314,7 @@ struct ByteSource::Decoder {
   Compression compression = Compression::None;
   ReadOptions options;
   std::thread thread;
-  // A decoder that waits for its reader (ReadOptions::zstd_window): started by the first
+  // A decoder that waits for its reader (ReadOptions::decode_window): started by the first
   // call that needs its buffer; until then, the input's first bytes are decoded apart.
   static constexpr size_t kHead = size_t{64} << 10;
   bool waits = false;
@@ -456,7 +476,7 @@ ByteSource ByteSource::stream(std::unique_ptr<Decoder> d, std::span<const uint8_
   d->in = in;
   d->compression = s.compression_;
   s.read_ahead_chunk_ = d->options.read_ahead_chunk;
-  d->waits = s.compression_ == Compression::Zstd && d->options.zstd_window && std::thread::hardware_concurrency() > 1;
+  d->waits = d->options.decode_window && std::thread::hardware_concurrency() > 1;
   if (!d->waits) d->start();
   s.decoder_ = std::move(d);
   return s;
@@ -466,17 +486,15 @@ ByteSource ByteSource::stream(std::unique_ptr<Decoder> d, std::span<const uint8_
 // as many as there are up to there, fewer at the end or at an error (which data() reports).
 std::span<const uint8_t> ByteSource::Decoder::decode_head() {
   std::call_once(head_once, [this] {
-    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-    if (!ctx) return;
-    head.resize(kHead);
-    ZSTD_inBuffer src{in.data(), in.size(), 0};
-    ZSTD_outBuffer dst{head.data(), head.size(), 0};
-    while (dst.pos < dst.size) {
-      size_t pos = src.pos, had = dst.pos;
-      size_t r = ZSTD_decompressStream(ctx.get(), &dst, &src);
-      if (ZSTD_isError(r) || (src.pos == pos && dst.pos == had)) break;
+    HeadSink out(head, kHead);
+    try {
+      if (compression == Compression::Gzip)
+        inflate_gzip_into(in, ReadOptions{}, out);
+      else
+        decompress_zstd_into(in, ReadOptions{}, out);
+    } catch (const HeadSink::Full&) {
+    } catch (const InputError&) {
     }
-    head.resize(dst.pos);
   });
   return head;
 }
@@ -496,7 +514,8 @@ size_t ByteSource::wait_for(size_t n) const {
 std::unique_ptr<ReadAhead> ByteSource::read_ahead() const {
   if (decoder_) {
     if (!decoder_->waits || decoder_->running.load(std::memory_order_acquire)) return nullptr;
-    return ReadAhead::start_zstd(decoder_->in, decoder_->reserved, read_ahead_chunk_);
+    auto codec = compression_ == Compression::Gzip ? ReadAhead::Codec::Gzip : ReadAhead::Codec::Zstd;
+    return ReadAhead::start_decoding(codec, decoder_->in, decoder_->reserved, read_ahead_chunk_);
   }
   if (file_ < 0) return nullptr;
   return ReadAhead::start(file_, file_offset_, data_.size(), read_ahead_chunk_);

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -30,15 +31,25 @@ std::unique_ptr<ReadAhead> ReadAhead::start(int fd, uint64_t offset, uint64_t si
   return r->launch() ? std::move(r) : nullptr;
 }
 
-std::unique_ptr<ReadAhead> ReadAhead::start_zstd(std::span<const uint8_t> in, uint64_t limit, size_t chunk) {
+std::unique_ptr<ReadAhead> ReadAhead::start_decoding(Codec codec, std::span<const uint8_t> in, uint64_t limit,
+                                                     size_t chunk) {
   if (in.empty() || !usable(limit, chunk)) return nullptr;
   std::unique_ptr<ReadAhead> r(new ReadAhead);
   r->zin_ = in;
-  r->zctx_ = ZSTD_createDCtx();
-  if (r->zctx_ == nullptr) return nullptr;
+  if (codec == Codec::Zstd) {
+    r->zctx_ = ZSTD_createDCtx();
+    if (r->zctx_ == nullptr) return nullptr;
+    unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR) r->size_hint_ = declared;
+  } else {
+    auto* z = new z_stream{};
+    if (inflateInit2(z, 15 + 32) != Z_OK) {  // 32: a gzip header
+      delete z;
+      return nullptr;
+    }
+    r->gz_ = z;
+  }
   r->size_ = limit;
-  unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
-  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR) r->size_hint_ = declared;
   r->chunk_ = chunk;
   return r->launch() ? std::move(r) : nullptr;
 }
@@ -46,6 +57,10 @@ std::unique_ptr<ReadAhead> ReadAhead::start_zstd(std::span<const uint8_t> in, ui
 ReadAhead::~ReadAhead() {
   close();
   if (zctx_) ZSTD_freeDCtx(zctx_);
+  if (gz_) {
+    inflateEnd(gz_);
+    delete gz_;
+  }
 }
 
 // Reserves the window's address range (every chunk of size_, plus one for alignment) and
@@ -118,8 +133,8 @@ void ReadAhead::run() {
   }
   {
     std::lock_guard lock(m_);
-    // A zstd input that goes on past the limit: not all of it was decoded.
-    if (zctx_ && !failed_ && (zin_pos_ < zin_.size() || zlast_ != 0) && ready_.load() == size_) failed_ = true;
+    // A compressed input that goes on past the limit: not all of it was decoded.
+    if ((zctx_ || gz_) && !failed_ && ready_.load() == size_ && !at_end()) failed_ = true;
     done_ = true;
   }
   cv_.notify_all();
@@ -127,7 +142,7 @@ void ReadAhead::run() {
 
 size_t ReadAhead::fill(uint8_t* dst, size_t want) {
   size_t got = 0;
-  if (zctx_ == nullptr) {
+  if (zctx_ == nullptr && gz_ == nullptr) {  // a file
     while (got < want) {
       ssize_t n = pread(fd_, dst + got, want - got, off_t(offset_ + consumed_.load(std::memory_order_relaxed)));
       if (n < 0 && errno == EINTR) continue;
@@ -138,6 +153,7 @@ size_t ReadAhead::fill(uint8_t* dst, size_t want) {
     }
     return got;
   }
+  if (gz_) return inflate_into(dst, want);
   // Frames may follow one another; the input ends at the end of one, or it was cut short.
   while (got < want && (zin_pos_ < zin_.size() || zlast_ != 0)) {
     ZSTD_inBuffer in{zin_.data(), zin_.size(), zin_pos_};
@@ -147,12 +163,53 @@ size_t ReadAhead::fill(uint8_t* dst, size_t want) {
     zin_pos_ = in.pos;
     got = out.pos;
     consumed_.store(zin_pos_, std::memory_order_relaxed);
-    if (ZSTD_isError(zlast_) || (zin_pos_ == before && got == had)) {  // corrupt, or truncated
+    // Corrupt, or truncated: no progress short of a frame's end (a call that only finds the
+    // end, with no byte to give, is progress).
+    if (ZSTD_isError(zlast_) || (zin_pos_ == before && got == had && zlast_ != 0)) {
       failed_ = true;
       break;
     }
   }
   return got;
+}
+
+// gzip members may follow one another, as zstd frames may; zlib takes at most 4 GiB a call.
+size_t ReadAhead::inflate_into(uint8_t* dst, size_t want) {
+  size_t got = 0;
+  while (got < want && (zin_pos_ < zin_.size() || zlast_ != 0)) {
+    size_t in_now = std::min<size_t>(zin_.size() - zin_pos_, size_t{1} << 30);
+    size_t out_now = std::min<size_t>(want - got, size_t{1} << 30);
+    gz_->next_in = const_cast<Bytef*>(zin_.data() + zin_pos_);
+    gz_->avail_in = static_cast<uInt>(in_now);
+    gz_->next_out = dst + got;
+    gz_->avail_out = static_cast<uInt>(out_now);
+    int rc = inflate(gz_, Z_NO_FLUSH);
+    size_t used = in_now - gz_->avail_in, wrote = out_now - gz_->avail_out;
+    zin_pos_ += used;
+    got += wrote;
+    consumed_.store(zin_pos_, std::memory_order_relaxed);
+    if (rc == Z_STREAM_END) {
+      zlast_ = 0;
+      if (zin_pos_ < zin_.size()) {  // another member
+        inflateReset(gz_);
+        zlast_ = 1;
+      }
+      continue;
+    }
+    zlast_ = 1;
+    if ((rc != Z_OK && rc != Z_BUF_ERROR) || (used == 0 && wrote == 0)) {  // corrupt, or truncated
+      failed_ = true;
+      break;
+    }
+  }
+  return got;
+}
+
+// Whether a decoder whose window is full has no byte left to give: its input ends with the
+// end of a frame or member. One byte of room tells (the end may not have been seen yet).
+bool ReadAhead::at_end() {
+  uint8_t probe;
+  return fill(&probe, 1) == 0 && !failed_ && zin_pos_ == zin_.size() && zlast_ == 0;
 }
 
 std::optional<uint64_t> ReadAhead::finish() {

@@ -34,7 +34,7 @@ std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::Memor
 /// parse waits at each pickle FRAME for the decoder, which runs ahead on another core.
 /// Progress then counts stored (compressed) bytes. A decoding error is not reported here:
 /// the parse stops short (nullopt) and the source's data() throws it. A zstd input whose
-/// decoder waits (io::ReadOptions::zstd_window) is decoded into a window instead, once:
+/// decoder waits (io::ReadOptions::decode_window) is decoded into a window instead, once:
 /// then only a result without a model leaves the source to decode it again.
 std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget = nullptr,
                                      const ProgressFn* progress = nullptr);

@@ -408,7 +408,7 @@ TEST_CASE("streaming: the decoder on its own thread gives the same bytes as deco
   }
 }
 
-TEST_CASE("streaming zstd waits for its reader: the encoding from the first bytes alone") {
+TEST_CASE("a streamed compressed input waits for its reader: the encoding from the first bytes alone") {
   if (std::thread::hardware_concurrency() < 2) return;  // no second core: the decoder starts at once
   auto text = [](const std::string& t) { return std::vector<uint8_t>(t.begin(), t.end()); };
   SUBCASE("JSON, told by its first bytes, then read whole") {
@@ -421,6 +421,10 @@ TEST_CASE("streaming zstd waits for its reader: the encoding from the first byte
     REQUIRE(s.data().size() == json.size());
     CHECK(std::equal(json.begin(), json.end(), s.data().begin()));
     CHECK(s.decoded_size() == std::optional<uint64_t>(json.size()));
+    ByteSource g = ByteSource::from_bytes(gzip(json), streaming(4096));
+    CHECK(g.encoding() == Encoding::Json);
+    CHECK_FALSE(g.decoded_size().has_value());
+    CHECK(g.data().size() == json.size());
   }
   SUBCASE("blank past the first 64 KiB: the second look reads it all") {
     std::vector<uint8_t> blank((size_t{64} << 10) + 10, ' ');
@@ -440,7 +444,7 @@ TEST_CASE("streaming zstd waits for its reader: the encoding from the first byte
     std::vector<uint8_t> cut(stored.begin(), stored.end() - 2);
     auto message = [&](bool waits) {
       ReadOptions o = streaming(4096);
-      o.zstd_window = waits;
+      o.decode_window = waits;
       ByteSource s = ByteSource::from_bytes(cut, o);
       try {
         (void)s.encoding();

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include <atomic>
@@ -110,6 +111,21 @@ bool compare_paths(const std::vector<uint8_t>& raw) {
   return true;
 }
 
+std::vector<uint8_t> gzip_of(const std::vector<uint8_t>& in) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);  // 16: gzip
+  std::vector<uint8_t> out(deflateBound(&zs, uLong(in.size())) + 64);
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = uInt(in.size());
+  zs.next_out = out.data();
+  zs.avail_out = uInt(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  REQUIRE(rc == Z_STREAM_END);
+  return out;
+}
+
 std::vector<uint8_t> zstd_of(const std::vector<uint8_t>& in) {
   std::vector<uint8_t> out(ZSTD_compressBound(in.size()));
   size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 1);
@@ -129,7 +145,7 @@ void check_streamed(const std::vector<uint8_t>& plain, size_t chunk, bool lockst
   o.stream = true;
   o.stream_chunk = chunk;
   o.stream_lockstep = lockstep;
-  o.zstd_window = false;  // the decoder into one buffer (check_zstd_window: the window)
+  o.decode_window = false;  // the decoder into one buffer (check_decode_window: the window)
   // Progress: the decoder's phase (stored bytes), then the parse's (decoded bytes), each
   // moving forward, never both at once, ending at the decoded size.
   std::atomic<int> calls_in_flight{0};
@@ -196,8 +212,8 @@ bool check_read_ahead(const std::filesystem::path& path, size_t chunk) {
 // that the second core decodes into, reusing its pages: the parse copies the bytes of
 // strings and spans it must read again. The model must be the one parsing `plain` whole
 // gives, the decoded size must be plain's, and nothing may be decoded into one buffer.
-void check_zstd_window(const std::vector<uint8_t>& plain, const std::vector<uint8_t>& stored, size_t chunk,
-                       uint64_t limit = uint64_t{16} << 30) {
+void check_decode_window(const std::vector<uint8_t>& plain, const std::vector<uint8_t>& stored, size_t chunk,
+                         uint64_t limit = uint64_t{16} << 30) {
   CAPTURE(chunk);
   auto whole = detail::fast_build(plain);
   io::ReadOptions o;
@@ -305,111 +321,130 @@ TEST_CASE("fast path: a compressed input parsed while it is decoded gives the sa
   test::each_realdata([&](const std::filesystem::path& p) { check_streamed(test::read_bytes(p), 4099, true); });
 }
 
-TEST_CASE("fast path: a zstd input decoded into a window of moving pages gives the same model") {
+TEST_CASE("fast path: a compressed input decoded into a window of moving pages gives the same model") {
   size_t page = size_t(sysconf(_SC_PAGESIZE));
-  SUBCASE("every fixture and real file") {
-    size_t files = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
-      std::string name = entry.path().filename().string();
-      if (!name.ends_with(".pickle")) continue;
-      CAPTURE(name);
-      auto plain = test::read_bytes(entry.path());
-      if (!detail::fast_build(plain)) continue;  // the generic path's forms
-      // 8 KiB chunks: events, frames lists and FRAME ops straddle every chunk boundary.
-      check_zstd_window(plain, zstd_of(plain), 2 * page);
-      check_zstd_window(plain, zstd_of(plain), io::ReadAhead::kChunk);
-      ++files;
+  for (auto compress : {&zstd_of, &gzip_of}) {
+    bool gz = compress == &gzip_of;
+    CAPTURE(gz);
+    // One subcase per codec: doctest tells subcases apart by their names.
+    auto named = [&](const char* what) { return std::string(gz ? "gzip: " : "zstd: ") + what; };
+    SUBCASE(named("every fixture and real file").c_str()) {
+      size_t files = 0;
+      for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
+        std::string name = entry.path().filename().string();
+        if (!name.ends_with(".pickle")) continue;
+        CAPTURE(name);
+        auto plain = test::read_bytes(entry.path());
+        if (!detail::fast_build(plain)) continue;  // the generic path's forms
+        // 8 KiB chunks: events, frames lists and FRAME ops straddle every chunk boundary.
+        check_decode_window(plain, compress(plain), 2 * page);
+        check_decode_window(plain, compress(plain), io::ReadAhead::kChunk);
+        ++files;
+      }
+      CHECK(files >= 18);
+      test::each_realdata([&](const std::filesystem::path& p) {
+        auto plain = test::read_bytes(p);
+        if (detail::fast_build(plain)) check_decode_window(plain, compress(plain), 4 * page);
+      });
     }
-    CHECK(files >= 18);
-    test::each_realdata([&](const std::filesystem::path& p) {
-      auto plain = test::read_bytes(p);
-      if (detail::fast_build(plain)) check_zstd_window(plain, zstd_of(plain), 4 * page);
-    });
-  }
-  if (std::thread::hardware_concurrency() < 2) return;
-  auto plain = test::read_bytes(test::testdata("snapgen/train.pickle"));
-  auto stored = zstd_of(plain);
-  auto took = [&](const std::vector<uint8_t>& bytes, uint64_t limit) {
-    io::ReadOptions o;
-    o.stream = true;
-    o.read_ahead_chunk = 2 * page;
-    o.max_buffer_bytes = limit;
-    io::ByteSource src = io::ByteSource::from_bytes(bytes, o);
-    return detail::fast_build(src).has_value();
-  };
-  SUBCASE("frames one after another") {
-    size_t half = plain.size() / 2;
-    auto two = zstd_of(std::vector<uint8_t>(plain.begin(), plain.begin() + ptrdiff_t(half)));
-    auto rest = zstd_of(std::vector<uint8_t>(plain.begin() + ptrdiff_t(half), plain.end()));
-    two.insert(two.end(), rest.begin(), rest.end());
-    check_zstd_window(plain, two, 2 * page);
-    CHECK(took(two, uint64_t{16} << 30));
-  }
-  SUBCASE("a decoded size at the limit takes the window; one byte over gives way") {
-    CHECK(took(stored, plain.size()));
-    CHECK_FALSE(took(stored, plain.size() - 1));
-  }
-  SUBCASE("an input that is cut short or goes on after its frame gives way") {
-    // The whole input's decoder then reports the error (see test_byte_source.cpp).
-    CHECK_FALSE(took(std::vector<uint8_t>(stored.begin(), stored.end() - 3), uint64_t{16} << 30));
-    auto more = stored;
-    more.insert(more.end(), {0x28, 0xB5, 0x2F, 0xFD, 0xFF, 0xFF});
-    CHECK_FALSE(took(more, uint64_t{16} << 30));
-  }
-  SUBCASE("through the loader: the same figures, the decoded size, the exact errors") {
-    LoadOptions lo;
-    auto cut = std::filesystem::temp_directory_path() / "memsnap_zstd_window_cut.pickle.zst";
-    auto write = [](const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
-      FILE* f = std::fopen(path.c_str(), "wb");
-      REQUIRE(f);
-      REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-      REQUIRE(std::fclose(f) == 0);
+    if (std::thread::hardware_concurrency() < 2) return;
+    auto plain = test::read_bytes(test::testdata("snapgen/train.pickle"));
+    auto stored = compress(plain);
+    auto took = [&](const std::vector<uint8_t>& bytes, uint64_t limit) {
+      io::ReadOptions o;
+      o.stream = true;
+      o.read_ahead_chunk = 2 * page;
+      o.max_buffer_bytes = limit;
+      io::ByteSource src = io::ByteSource::from_bytes(bytes, o);
+      return detail::fast_build(src).has_value();
     };
-    write(cut, stored);
-    Loaded a = load_snapshot(cut.string(), lo);
-    CHECK(a.input.decoded_bytes == plain.size());
-    CHECK(a.input.bytes == stored.size());
-    write(cut, std::vector<uint8_t>(stored.begin(), stored.end() - 3));
-    std::string message;
-    try {
-      (void)load_snapshot(cut.string(), lo);
-    } catch (const InputError& e) {
-      message = e.message();
+    SUBCASE(named("frames or members one after another").c_str()) {
+      size_t half = plain.size() / 2;
+      auto two = compress(std::vector<uint8_t>(plain.begin(), plain.begin() + ptrdiff_t(half)));
+      auto rest = compress(std::vector<uint8_t>(plain.begin() + ptrdiff_t(half), plain.end()));
+      two.insert(two.end(), rest.begin(), rest.end());
+      check_decode_window(plain, two, 2 * page);
+      CHECK(took(two, uint64_t{16} << 30));
     }
-    CHECK_MESSAGE(message.find("truncated zstd stream") != std::string::npos, message);
-    std::filesystem::remove(cut);
+    SUBCASE(named("a decoded size at the limit takes the window; one byte over gives way").c_str()) {
+      CHECK(took(stored, plain.size()));
+      CHECK_FALSE(took(stored, plain.size() - 1));
+    }
+    SUBCASE(named("an input that is cut short or goes on after its end gives way").c_str()) {
+      // The whole input's decoder then reports the error (see test_byte_source.cpp).
+      CHECK_FALSE(took(std::vector<uint8_t>(stored.begin(), stored.end() - 3), uint64_t{16} << 30));
+      auto more = stored;
+      more.insert(more.end(), {0x28, 0xB5, 0x2F, 0xFD, 0xFF, 0xFF});
+      CHECK_FALSE(took(more, uint64_t{16} << 30));
+    }
+    SUBCASE(named("through the loader: the same figures, the decoded size, the exact errors").c_str()) {
+      LoadOptions lo;
+      auto cut = std::filesystem::temp_directory_path() / "memsnap_decode_window_cut.pickle.z";
+      auto write = [](const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
+        FILE* f = std::fopen(path.c_str(), "wb");
+        REQUIRE(f);
+        REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+        REQUIRE(std::fclose(f) == 0);
+      };
+      write(cut, stored);
+      Loaded a = load_snapshot(cut.string(), lo);
+      CHECK(a.input.decoded_bytes == plain.size());
+      CHECK(a.input.bytes == stored.size());
+      write(cut, std::vector<uint8_t>(stored.begin(), stored.end() - 3));
+      std::string message;
+      try {
+        (void)load_snapshot(cut.string(), lo);
+      } catch (const InputError& e) {
+        message = e.message();
+      }
+      CHECK_MESSAGE(message.find(gz ? "truncated gzip stream" : "truncated zstd stream") != std::string::npos, message);
+      std::filesystem::remove(cut);
+    }
   }
 }
 
-TEST_CASE("zstd read-ahead: every byte in order, the decoded size at the end") {
+TEST_CASE("decoding read-ahead: every byte in order, the decoded size at the end") {
   size_t page = size_t(sysconf(_SC_PAGESIZE)), chunk = 2 * page;
   std::vector<uint8_t> bytes(40 * chunk + 123);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7 + i / 251);
-  auto stored = zstd_of(bytes);
-  auto r = io::ReadAhead::start_zstd(stored, uint64_t{1} << 40, chunk);
-  REQUIRE(r);
-  CHECK(r->size_hint() == bytes.size());  // what the frame declares (zstd_of records it)
-  size_t cap = io::ReadAhead::kChunks * chunk;
-  CHECK(r->wait_for(cap) == cap);
-  CHECK(r->wait_for(cap + 1) == cap);  // nothing released: the window is full, answered at once
-  size_t mismatches = 0, seen = 0;
-  for (size_t i = 0;; ++i) {
-    if (i % (chunk / 2) == 0) r->release_before(i);
-    if (r->wait_for(i + 1) <= i) break;
-    mismatches += i >= bytes.size() || r->base()[i] != bytes[i];
-    seen = i + 1;
+  for (auto codec : {io::ReadAhead::Codec::Zstd, io::ReadAhead::Codec::Gzip}) {
+    bool gz = codec == io::ReadAhead::Codec::Gzip;
+    CAPTURE(gz);
+    auto stored = gz ? gzip_of(bytes) : zstd_of(bytes);
+    auto r = io::ReadAhead::start_decoding(codec, stored, uint64_t{1} << 40, chunk);
+    REQUIRE(r);
+    CHECK(r->size_hint() == (gz ? 0 : bytes.size()));  // what a zstd frame declares (zstd_of records it)
+    size_t cap = io::ReadAhead::kChunks * chunk;
+    CHECK(r->wait_for(cap) == cap);
+    CHECK(r->wait_for(cap + 1) == cap);  // nothing released: the window is full, answered at once
+    size_t mismatches = 0, seen = 0;
+    for (size_t i = 0;; ++i) {
+      if (i % (chunk / 2) == 0) r->release_before(i);
+      if (r->wait_for(i + 1) <= i) break;
+      mismatches += i >= bytes.size() || r->base()[i] != bytes[i];
+      seen = i + 1;
+    }
+    CHECK(mismatches == 0);
+    CHECK(seen == bytes.size());
+    CHECK(r->finish() == std::optional<uint64_t>(bytes.size()));
+    CHECK(r->consumed() == stored.size());
+    // Released early: the decoder goes through the rest on its own.
+    auto early = io::ReadAhead::start_decoding(codec, stored, uint64_t{1} << 40, chunk);
+    REQUIRE(early);
+    CHECK(early->finish() == std::optional<uint64_t>(bytes.size()));
+    // A limit of exactly the decoded size, of a whole number of chunks and not, and one byte less.
+    for (uint64_t limit : {uint64_t(bytes.size()), uint64_t(40 * chunk)}) {
+      CAPTURE(limit);
+      std::vector<uint8_t> head(bytes.begin(), bytes.begin() + ptrdiff_t(limit));
+      auto packed = gz ? gzip_of(head) : zstd_of(head);  // read by the decoder's thread: outlives it
+      auto exact = io::ReadAhead::start_decoding(codec, packed, limit, chunk);
+      REQUIRE(exact);
+      CHECK(exact->finish() == std::optional<uint64_t>(limit));
+      auto over = io::ReadAhead::start_decoding(codec, packed, limit - 1, chunk);
+      REQUIRE(over);
+      CHECK_FALSE(over->finish().has_value());
+    }
   }
-  CHECK(mismatches == 0);
-  CHECK(seen == bytes.size());
-  CHECK(r->finish() == std::optional<uint64_t>(bytes.size()));
-  CHECK(r->consumed() == stored.size());
-  // Released early: the decoder goes through the rest on its own.
-  auto early = io::ReadAhead::start_zstd(stored, uint64_t{1} << 40, chunk);
-  REQUIRE(early);
-  CHECK(early->finish() == std::optional<uint64_t>(bytes.size()));
-  auto over = io::ReadAhead::start_zstd(stored, bytes.size() - 1, chunk);
-  REQUIRE(over);
-  CHECK_FALSE(over->finish().has_value());
 }
 
 TEST_CASE("fast path: the same model as the generic path on every snapgen fixture") {

@@ -48,11 +48,11 @@ struct ReadOptions {
   uint64_t read_ahead_from = uint64_t{64} << 20;
   /// Tests: the read-ahead window's chunk (see ReadAhead::start).
   size_t read_ahead_chunk = ReadAhead::kChunk;
-  /// A streamed zstd input, on a machine with a second core, waits for its reader: a parser
-  /// that goes through it once takes it through a window (read_ahead(), then
-  /// ReadAhead::start_zstd), any other reader starts the decoder into one buffer. Tests turn
-  /// this off to test that decoder with zstd input.
-  bool zstd_window = true;
+  /// A streamed compressed input, on a machine with a second core, waits for its reader: a
+  /// parser that goes through it once takes it through a window (read_ahead(), then
+  /// ReadAhead::start_decoding), any other reader starts the decoder into one buffer. Tests
+  /// turn this off to test that decoder.
+  bool decode_window = true;
 };
 
 /// Owns the bytes of one input. Compression and encoding are detected from the
@@ -99,8 +99,8 @@ class ByteSource {
   void check_intact() const;
   /// For a plain file of at least ReadOptions::read_ahead_from bytes read by its mapping,
   /// on a machine with a second core: the same bytes read on that core into a window (see
-  /// read_ahead.hpp), for a parser going through them in order. For a zstd input whose
-  /// decoder waits (ReadOptions::zstd_window) and has not started: the bytes decoded on that
+  /// read_ahead.hpp), for a parser going through them in order. For a compressed input
+  /// whose decoder waits (ReadOptions::decode_window) and has not started: the bytes decoded on that
   /// core into a window; they are not kept, and data(), begin() or wait_for() decode them
   /// again. nullptr otherwise.
   std::unique_ptr<ReadAhead> read_ahead() const;

@@ -10,8 +10,8 @@
 // the range they leave is unmapped. A parser that must read earlier bytes again (memo
 // strings) reads them from the file's mapping instead.
 //
-// The same window serves a zstd input (start_zstd): the second core decompresses into it
-// instead of reading. Decoding a 1 GB snapshot into one fresh buffer took 0.59 to 4.06 s on
+// The same window serves a zstd or gzip input (start_decoding): the second core
+// decompresses into it instead of reading. Decoding a 1 GB snapshot into one fresh buffer took 0.59 to 4.06 s on
 // the benchmark VM, whose first touch of fresh memory is slow and varies by the minute;
 // into a 4 MiB ring of reused pages it took 0.42 to 0.51 s. There is no mapping of the
 // decoded bytes to read again: that parser keeps its own copy of what it must (see
@@ -30,6 +30,7 @@
 #include <vector>
 
 struct ZSTD_DCtx_s;
+struct z_stream_s;
 
 namespace memsnap::io {
 
@@ -41,11 +42,13 @@ class ReadAhead {
   /// `chunk`: what moves at a time, a multiple of the page size (tests make it small; the
   /// default is one huge page, which moves without touching 512 page table entries).
   static std::unique_ptr<ReadAhead> start(int fd, uint64_t offset, uint64_t size, size_t chunk = kChunk);
-  /// Starts decompressing the zstd frames in `in` (kept alive by the caller until this
-  /// object is gone) into the window, at most `limit` decoded bytes. size() is then
-  /// `limit`: how many bytes there are is known once wait_for() returns short of it.
-  /// nullptr as for start().
-  static std::unique_ptr<ReadAhead> start_zstd(std::span<const uint8_t> in, uint64_t limit, size_t chunk = kChunk);
+  enum class Codec { Zstd, Gzip };
+  /// Starts decompressing `in` (zstd frames or gzip members one after another, kept alive by
+  /// the caller until this object is gone) into the window, at most `limit` decoded bytes.
+  /// size() is then `limit`: how many bytes there are is known once wait_for() returns
+  /// short of it. nullptr as for start().
+  static std::unique_ptr<ReadAhead> start_decoding(Codec codec, std::span<const uint8_t> in, uint64_t limit,
+                                                   size_t chunk = kChunk);
   ~ReadAhead();
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
@@ -69,7 +72,7 @@ class ReadAhead {
   /// Stops reading and gives the window's memory back: no byte of it may be read after.
   /// For a parser done with the input before it builds its result (the peak of memory).
   void close();
-  /// A zstd window: lets the decoder go through the rest of the input (reusing the window,
+  /// A decoding window: lets the decoder go through the rest of the input (reusing the window,
   /// no byte of which may be read after) and returns the number of decoded bytes, or
   /// nullopt when the input is corrupt, truncated or decodes to more than the limit (its
   /// reader gives up and leaves the exact error to a decoder of the whole input).
@@ -78,7 +81,7 @@ class ReadAhead {
   /// Stored bytes the decoder has consumed (its progress); for a file, the bytes read.
   uint64_t consumed() const { return consumed_.load(std::memory_order_relaxed); }
   /// The content size the first zstd frame declares (not trusted: a hint for sizing),
-  /// or 0 when it declares none; a file's size.
+  /// or 0 when it declares none (and for gzip); a file's size.
   uint64_t size_hint() const { return size_hint_; }
 
   static constexpr size_t kChunk = size_t{2} << 20;  // one huge page
@@ -92,17 +95,20 @@ class ReadAhead {
   bool launch();
   void run();
   size_t fill(uint8_t* dst, size_t want);  // the next `want` bytes, or fewer at the end
+  size_t inflate_into(uint8_t* dst, size_t want);
+  bool at_end();
 
   int fd_ = -1;
   uint64_t offset_ = 0;
   uint64_t size_ = 0;
   uint64_t size_hint_ = 0;
   size_t chunk_ = kChunk;
-  // A zstd window: what it decodes, and how (zctx_ nullptr: a file).
+  // A decoding window: what it decodes, and how (neither zctx_ nor gz_: a file).
   std::span<const uint8_t> zin_;
   size_t zin_pos_ = 0;
   ZSTD_DCtx_s* zctx_ = nullptr;
-  size_t zlast_ = 1;     // ZSTD_decompressStream's last answer: 0 at the end of a frame
+  z_stream_s* gz_ = nullptr;
+  size_t zlast_ = 1;     // ZSTD_decompressStream's last answer: 0 at the end of a frame (gzip: of a member)
   bool failed_ = false;  // under m_ once done_: a read or the decoding failed
   std::atomic<uint64_t> consumed_{0};
   uint8_t* base_ = nullptr;  // chunk-aligned, within the reservation
