@@ -48,6 +48,10 @@ std::unique_ptr<ReadAhead> ReadAhead::start_decoding(Codec codec, std::span<cons
       return nullptr;
     }
     r->gz_ = z;
+    // A gzip member ends with its size mod 4 GiB: the last member's, a hint like zstd's.
+    const uint8_t* t = in.data() + in.size() - std::min<size_t>(in.size(), 4);
+    if (in.size() >= 18)
+      r->size_hint_ = uint64_t(t[0]) | uint64_t(t[1]) << 8 | uint64_t(t[2]) << 16 | uint64_t(t[3]) << 24;
   }
   r->size_ = limit;
   r->chunk_ = chunk;

@@ -413,7 +413,7 @@ TEST_CASE("decoding read-ahead: every byte in order, the decoded size at the end
     auto stored = gz ? gzip_of(bytes) : zstd_of(bytes);
     auto r = io::ReadAhead::start_decoding(codec, stored, uint64_t{1} << 40, chunk);
     REQUIRE(r);
-    CHECK(r->size_hint() == (gz ? 0 : bytes.size()));  // what a zstd frame declares (zstd_of records it)
+    CHECK(r->size_hint() == bytes.size());  // what a zstd frame declares (zstd_of records it), or gzip's trailer
     size_t cap = io::ReadAhead::kChunks * chunk;
     CHECK(r->wait_for(cap) == cap);
     CHECK(r->wait_for(cap + 1) == cap);  // nothing released: the window is full, answered at once

@@ -80,8 +80,9 @@ class ReadAhead {
   std::optional<uint64_t> finish();
   /// Stored bytes the decoder has consumed (its progress); for a file, the bytes read.
   uint64_t consumed() const { return consumed_.load(std::memory_order_relaxed); }
-  /// The content size the first zstd frame declares (not trusted: a hint for sizing),
-  /// or 0 when it declares none (and for gzip); a file's size.
+  /// The content size the first zstd frame declares, or the last gzip member's trailer
+  /// (its size mod 4 GiB): not trusted, a hint for sizing; 0 when there is none. A file's
+  /// size.
   uint64_t size_hint() const { return size_hint_; }
 
   static constexpr size_t kChunk = size_t{2} << 20;  // one huge page
