@@ -547,8 +547,8 @@ class FastBuilder {
     stack_.reserve(1024);
     opens_.reserve(256);
     next_release_ = window ? window->chunk() / 2 : UINT64_MAX;
-    // A large input read ahead (a plain file from 64 MiB, or zstd that says it decodes to as
-    // much), a second core, memory to spare.
+    // A large input read ahead (a plain file from 64 MiB, or compressed input that says it
+    // decodes to as much), a second core, memory to spare.
     if (window && window->size_hint() >= (uint64_t{64} << 20)) memo_.large_input();
     next_check_ = std::min(next_account_, next_release_);
   }
@@ -802,7 +802,7 @@ class FastBuilder {
 
   const uint8_t* begin_;
   const uint8_t* back_;  // begin_, or the mapping with every byte when begin_ is a window
-  // A window with no mapping behind it (zstd): the bytes of every string and span, copied
+  // A window with no mapping behind it (compressed input): the bytes of every string and span, copied
   // when they are read (a few MiB: most strings and frames lists repeat by memo GET).
   bool keep_;
   std::vector<uint8_t> kept_;
@@ -1990,14 +1990,8 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
     if (budget) budget->set(util::Account::Input, 0);
     return out;
   }
-  // The decoder reports its progress in stored bytes while it runs; the parse takes over,
-  // in decoded bytes, once their number is known.
-  ProgressFn parsed;
-  if (progress && *progress)
-    parsed = [&](uint64_t done, uint64_t) {
-      if (auto total = source.decoded_size()) (*progress)(std::min(done, *total), *total);
-    };
-  // zstd through a window: progress in stored bytes, then the decoded size at the end.
+  // Compressed input through a window: progress in stored bytes, then the decoded size at
+  // the end.
   auto ahead = source.read_ahead();
   if (ahead && budget && budget->left() < ahead->window_bytes()) ahead.reset();
   if (ahead) {
@@ -2012,6 +2006,13 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
     if (out && stored) (*progress)(*out->decoded_bytes, *out->decoded_bytes);
     return out;
   }
+  // Otherwise the decoder reports its progress in stored bytes while it runs; the parse takes
+  // over, in decoded bytes, once their number is known.
+  ProgressFn parsed;
+  if (progress && *progress)
+    parsed = [&](uint64_t done, uint64_t) {
+      if (auto total = source.decoded_size()) (*progress)(std::min(done, *total), *total);
+    };
   std::span<const uint8_t> now(source.begin(), source.wait_for(1));
   auto out = build(now, &source, nullptr, nullptr, budget, &parsed, UINT64_MAX);
   if (out && parsed) {

@@ -15,7 +15,7 @@ namespace memsnap::snapshot::detail {
 struct FastResult {
   Snapshot snapshot;
   int protocol = 0;
-  /// The input's decoded size, when the parse read it through a zstd window (the source's
+  /// The input's decoded size, when the parse read it through a decoding window (the source's
   /// data() would decode it all again); nullopt otherwise.
   std::optional<uint64_t> decoded_bytes;
 };
@@ -33,8 +33,8 @@ std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::Memor
 /// The same from a source whose bytes may still be arriving (io::ReadOptions::stream): the
 /// parse waits at each pickle FRAME for the decoder, which runs ahead on another core.
 /// Progress then counts stored (compressed) bytes. A decoding error is not reported here:
-/// the parse stops short (nullopt) and the source's data() throws it. A zstd input whose
-/// decoder waits (io::ReadOptions::decode_window) is decoded into a window instead, once:
+/// the parse stops short (nullopt) and the source's data() throws it. A compressed input
+/// whose decoder waits (io::ReadOptions::decode_window) is decoded into a window instead, once:
 /// then only a result without a model leaves the source to decode it again.
 std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget = nullptr,
                                      const ProgressFn* progress = nullptr);

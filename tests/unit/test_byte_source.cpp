@@ -1,8 +1,6 @@
 // ByteSource: plain, gzip and zstd input; truncation, corruption and size limits; encoding detection.
 #include <doctest/doctest.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +13,7 @@
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/util/error.hpp"
+#include "support/compress.hpp"
 #include "support/testdata.hpp"
 
 using memsnap::InputError;
@@ -35,38 +34,8 @@ std::vector<uint8_t> sample_pickle() {
   return p;
 }
 
-std::vector<uint8_t> gzip(const std::vector<uint8_t>& in) {
-  z_stream zs{};
-  REQUIRE(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  std::vector<uint8_t> out(deflateBound(&zs, uLong(in.size())) + 64);
-  zs.next_in = const_cast<Bytef*>(in.data());
-  zs.avail_in = uInt(in.size());
-  zs.next_out = out.data();
-  zs.avail_out = uInt(out.size());
-  int rc = deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  REQUIRE(rc == Z_STREAM_END);
-  return out;
-}
-
-std::vector<uint8_t> zstd(const std::vector<uint8_t>& in, bool with_content_size = true) {
-  ZSTD_CCtx* ctx = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(ctx, ZSTD_c_contentSizeFlag, with_content_size ? 1 : 0);
-  std::vector<uint8_t> out(ZSTD_compressBound(in.size()));
-  size_t n = with_content_size ? ZSTD_compress2(ctx, out.data(), out.size(), in.data(), in.size()) : 0;
-  if (!with_content_size) {  // streaming: the frame does not record its size
-    ZSTD_inBuffer src{in.data(), in.size(), 0};
-    ZSTD_outBuffer dst{out.data(), out.size(), 0};
-    while (ZSTD_compressStream2(ctx, &dst, &src, ZSTD_e_end) != 0) {
-    }
-    n = dst.pos;
-  }
-  ZSTD_freeCCtx(ctx);
-  REQUIRE_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
-}
+using memsnap::test::gzip_of;
+using memsnap::test::zstd_of;
 
 InputError error_of(std::vector<uint8_t> bytes, const ReadOptions& options = {}) {
   try {
@@ -116,7 +85,7 @@ TEST_CASE("from_bytes decompresses gzip and zstd") {
     CHECK(s.stored_bytes() == plain.size());
   }
   SUBCASE("gzip") {
-    auto gz = gzip(plain);
+    auto gz = gzip_of(plain);
     ByteSource s = ByteSource::from_bytes(gz);
     CHECK(s.compression() == Compression::Gzip);
     CHECK(s.stored_bytes() == gz.size());
@@ -125,8 +94,8 @@ TEST_CASE("from_bytes decompresses gzip and zstd") {
     CHECK(g.items(g.root()).size() == 3000);
   }
   SUBCASE("concatenated gzip members") {
-    auto gz = gzip(plain);
-    auto more = gzip({'x', 'y'});
+    auto gz = gzip_of(plain);
+    auto more = gzip_of({'x', 'y'});
     gz.insert(gz.end(), more.begin(), more.end());
     ByteSource s = ByteSource::from_bytes(gz);
     auto want = plain;
@@ -137,7 +106,7 @@ TEST_CASE("from_bytes decompresses gzip and zstd") {
   SUBCASE("zstd with and without a recorded content size") {
     for (bool sized : {true, false}) {
       CAPTURE(sized);
-      auto zs = zstd(plain, sized);
+      auto zs = zstd_of(plain, sized);
       ByteSource s = ByteSource::from_bytes(zs);
       CHECK(s.compression() == Compression::Zstd);
       CHECK(s.stored_bytes() == zs.size());
@@ -145,7 +114,7 @@ TEST_CASE("from_bytes decompresses gzip and zstd") {
     }
   }
   SUBCASE("moving a ByteSource keeps its data") {
-    ByteSource a = ByteSource::from_bytes(gzip(plain));
+    ByteSource a = ByteSource::from_bytes(gzip_of(plain));
     ByteSource b = std::move(a);
     CHECK(b.data().size() == plain.size());
   }
@@ -157,12 +126,12 @@ TEST_CASE("large decompressed input survives every growth of the output buffer")
   std::vector<uint8_t> big(7'000'003);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
   SUBCASE("gzip") {
-    ByteSource s = ByteSource::from_bytes(gzip(big));
+    ByteSource s = ByteSource::from_bytes(gzip_of(big));
     REQUIRE(s.data().size() == big.size());
     CHECK(std::equal(big.begin(), big.end(), s.data().begin()));
   }
   SUBCASE("zstd without a recorded content size") {
-    ByteSource s = ByteSource::from_bytes(zstd(big, false));
+    ByteSource s = ByteSource::from_bytes(zstd_of(big, false));
     REQUIRE(s.data().size() == big.size());
     CHECK(std::equal(big.begin(), big.end(), s.data().begin()));
   }
@@ -237,15 +206,15 @@ TEST_CASE("decompressed size above ReadOptions.max_buffer_bytes") {
   const std::vector<uint8_t> plain = sample_pickle();
   REQUIRE(plain.size() > 1000);
   SUBCASE("gzip") {
-    InputError e = error_of(gzip(plain), options);
+    InputError e = error_of(gzip_of(plain), options);
     CHECK_MESSAGE(contains(e.message(), "exceeds the in-memory limit of 1000 B"), e.message());
   }
   SUBCASE("zstd with content size") {
-    InputError e = error_of(zstd(plain, true), options);
+    InputError e = error_of(zstd_of(plain, true), options);
     CHECK_MESSAGE(contains(e.message(), "limit"), e.message());
   }
   SUBCASE("zstd without content size") {
-    InputError e = error_of(zstd(plain, false), options);
+    InputError e = error_of(zstd_of(plain, false), options);
     CHECK_MESSAGE(contains(e.message(), "limit"), e.message());
   }
   SUBCASE("the committed gzip fixture") {
@@ -254,7 +223,7 @@ TEST_CASE("decompressed size above ReadOptions.max_buffer_bytes") {
   }
   SUBCASE("data that fits is accepted") {
     std::vector<uint8_t> small(900, 'a');
-    ByteSource s = ByteSource::from_bytes(gzip(small), options);
+    ByteSource s = ByteSource::from_bytes(gzip_of(small), options);
     CHECK(s.data().size() == 900);
   }
 }
@@ -371,11 +340,11 @@ TEST_CASE("streaming: the decoder on its own thread gives the same bytes as deco
     std::vector<uint8_t> stored;
     size_t chunk;
   };
-  std::vector<Case> cases = {{"gzip, small, 1-byte chunks", &small, gzip(small), 1},
-                             {"zstd, small, 7-byte chunks", &small, zstd(small, false), 7},
-                             {"gzip, 7 MB", &big, gzip(big), 4096},
-                             {"zstd, 7 MB, sized", &big, zstd(big, true), 65536},
-                             {"zstd, 7 MB, default chunks", &big, zstd(big, false), size_t{4} << 20}};
+  std::vector<Case> cases = {{"gzip, small, 1-byte chunks", &small, gzip_of(small), 1},
+                             {"zstd, small, 7-byte chunks", &small, zstd_of(small, false), 7},
+                             {"gzip, 7 MB", &big, gzip_of(big), 4096},
+                             {"zstd, 7 MB, sized", &big, zstd_of(big, true), 65536},
+                             {"zstd, 7 MB, default chunks", &big, zstd_of(big, false), size_t{4} << 20}};
   for (const Case& c : cases) {
     CAPTURE(c.name);
     ByteSource s = ByteSource::from_bytes(c.stored, streaming(c.chunk));
@@ -395,7 +364,7 @@ TEST_CASE("streaming: the decoder on its own thread gives the same bytes as deco
   }
   SUBCASE("a source dropped before it is read stops its decoder") {
     // Must return promptly: the decoder sees the cancel between chunks (a hang fails the run).
-    for (int i = 0; i < 20; ++i) ByteSource::from_bytes(zstd(big, false), streaming(64));
+    for (int i = 0; i < 20; ++i) ByteSource::from_bytes(zstd_of(big, false), streaming(64));
   }
   SUBCASE("a compressed file opened from disk") {
     auto path = memsnap::test::testdata("snapgen/train_zst.pickle.zst");
@@ -413,7 +382,7 @@ TEST_CASE("a streamed compressed input waits for its reader: the encoding from t
   auto text = [](const std::string& t) { return std::vector<uint8_t>(t.begin(), t.end()); };
   SUBCASE("JSON, told by its first bytes, then read whole") {
     auto json = text("  {\"segments\": [], \"device_traces\": []}");
-    ByteSource s = ByteSource::from_bytes(zstd(json, false), streaming(4096));
+    ByteSource s = ByteSource::from_bytes(zstd_of(json, false), streaming(4096));
     CHECK_FALSE(s.decoded_size().has_value());  // not started
     CHECK(s.encoding() == Encoding::Json);
     CHECK_NOTHROW(s.check_text_encoding());
@@ -421,7 +390,7 @@ TEST_CASE("a streamed compressed input waits for its reader: the encoding from t
     REQUIRE(s.data().size() == json.size());
     CHECK(std::equal(json.begin(), json.end(), s.data().begin()));
     CHECK(s.decoded_size() == std::optional<uint64_t>(json.size()));
-    ByteSource g = ByteSource::from_bytes(gzip(json), streaming(4096));
+    ByteSource g = ByteSource::from_bytes(gzip_of(json), streaming(4096));
     CHECK(g.encoding() == Encoding::Json);
     CHECK_FALSE(g.decoded_size().has_value());
     CHECK(g.data().size() == json.size());
@@ -430,17 +399,17 @@ TEST_CASE("a streamed compressed input waits for its reader: the encoding from t
     std::vector<uint8_t> blank((size_t{64} << 10) + 10, ' ');
     blank.push_back('[');
     blank.push_back(']');
-    ByteSource s = ByteSource::from_bytes(zstd(blank, true), streaming(4096));
+    ByteSource s = ByteSource::from_bytes(zstd_of(blank, true), streaming(4096));
     CHECK(s.encoding() == Encoding::Json);
   }
   SUBCASE("UTF-16 text is named") {
     std::vector<uint8_t> utf16 = {0xFF, 0xFE, '{', 0, '}', 0};
-    ByteSource s = ByteSource::from_bytes(zstd(utf16, false), streaming(4096));
+    ByteSource s = ByteSource::from_bytes(zstd_of(utf16, false), streaming(4096));
     CHECK_THROWS_AS(s.check_text_encoding(), InputError);
   }
   SUBCASE("a pickle cut short: the error the decoder that starts at once gives") {
     const std::vector<uint8_t> plain = sample_pickle();
-    auto stored = zstd(plain, false);
+    auto stored = zstd_of(plain, false);
     std::vector<uint8_t> cut(stored.begin(), stored.end() - 2);
     auto message = [&](bool waits) {
       ReadOptions o = streaming(4096);
@@ -485,7 +454,7 @@ TEST_CASE("streaming: every decoding error is the one decoding first gives, from
   }
   SUBCASE("the buffer limit") {
     const std::vector<uint8_t> plain = sample_pickle();
-    for (auto stored : {gzip(plain), zstd(plain, false)}) {
+    for (auto stored : {gzip_of(plain), zstd_of(plain, false)}) {
       ReadOptions limited;
       limited.max_buffer_bytes = 1000;
       InputError first = error_of(stored, limited);
