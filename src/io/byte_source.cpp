@@ -514,8 +514,10 @@ size_t ByteSource::wait_for(size_t n) const {
 std::unique_ptr<ReadAhead> ByteSource::read_ahead() const {
   if (decoder_) {
     if (!decoder_->waits || decoder_->running.load(std::memory_order_acquire)) return nullptr;
+    // The window holds 4 MiB, not the decoded bytes: their limit is the one against bombs,
+    // not what --max-memory leaves for a whole buffer (the parse counts what it keeps).
     auto codec = compression_ == Compression::Gzip ? ReadAhead::Codec::Gzip : ReadAhead::Codec::Zstd;
-    return ReadAhead::start_decoding(codec, decoder_->in, decoder_->reserved, read_ahead_chunk_);
+    return ReadAhead::start_decoding(codec, decoder_->in, decoder_->options.max_buffer_bytes, read_ahead_chunk_);
   }
   if (file_ < 0) return nullptr;
   return ReadAhead::start(file_, file_offset_, data_.size(), read_ahead_chunk_);

@@ -351,6 +351,17 @@ TEST_CASE("fast path: a compressed input decoded into a window of moving pages g
       CHECK(took(stored, plain.size()));
       CHECK_FALSE(took(stored, plain.size() - 1));
     }
+    SUBCASE(named("a memory bound below the decoded size: the window does not hold it").c_str()) {
+      util::MemoryBudget bound(plain.size() / 2);
+      io::ReadOptions o;
+      o.stream = true;
+      o.budget = &bound;
+      io::ByteSource src = io::ByteSource::from_bytes(stored, o);
+      CHECK(detail::fast_build(src).has_value());
+      o.decode_window = false;  // the decoder into one buffer needs the whole decoded size
+      io::ByteSource whole = io::ByteSource::from_bytes(stored, o);
+      CHECK_FALSE(detail::fast_build(whole).has_value());
+    }
     SUBCASE(named("an input that is cut short or goes on after its end gives way").c_str()) {
       // The whole input's decoder then reports the error (see test_byte_source.cpp).
       CHECK_FALSE(took(std::vector<uint8_t>(stored.begin(), stored.end() - 3), uint64_t{16} << 30));

@@ -23,7 +23,9 @@ const char* to_string(Encoding e);
 
 struct ReadOptions {
   /// Upper bound on decompressed (or stdin) bytes held in memory; protects
-  /// against decompression bombs. Mapped files are not limited.
+  /// against decompression bombs. Mapped files are not limited. A decoding window
+  /// (decode_window) holds 4 MiB of them at a time and stops at this many too; the run's
+  /// memory bound (`budget`) limits only what is held.
   uint64_t max_buffer_bytes = uint64_t{16} << 30;
   /// Called every few MiB while decompressing (compressed bytes consumed, compressed size).
   ProgressFn progress;
