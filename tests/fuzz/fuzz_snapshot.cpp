@@ -1,8 +1,13 @@
 // Fuzz target: any bytes through the whole CLI path: detect, decode, build, every
 // analysis (analyze with --at, --fits, --oom-size and a timeline; events; diff) and
-// every reporter (text, JSON, SVG, CSV) into a discarding sink.
+// every reporter (text, JSON, SVG, CSV) into a discarding sink. The same bytes, compressed,
+// then go through the decoding window a streamed .zst or .gz file takes: the model, or the
+// error, must be the one the bytes in memory give.
 // Built as a libFuzzer binary with -DMEMSNAP_FUZZ=ON (clang); the same entry point
 // replays a corpus as an ordinary ctest (fuzz_replay.cpp).
+#include <zlib.h>
+#include <zstd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +15,7 @@
 #include <ostream>
 #include <sstream>
 #include <streambuf>
+#include <string>
 #include <vector>
 
 #include "memsnap/analysis/analyze.hpp"
@@ -67,12 +73,72 @@ void check_export(const memsnap::snapshot::Snapshot& s) {
 
 }  // namespace
 
+// The same bytes as a zstd frame or a gzip member (chosen by the input's length), for the
+// decoding window; empty when compressing fails (not the input's fault).
+std::vector<uint8_t> compressed(const uint8_t* data, size_t size) {
+  std::vector<uint8_t> out;
+  if (size % 2 == 0) {
+    out.resize(ZSTD_compressBound(size));
+    size_t n = ZSTD_compress(out.data(), out.size(), data, size, 1);
+    out.resize(ZSTD_isError(n) ? 0 : n);
+    return out;
+  }
+  z_stream zs{};
+  if (deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return out;  // 16: gzip
+  out.resize(deflateBound(&zs, uLong(size)) + 64);
+  zs.next_in = const_cast<Bytef*>(data);
+  zs.avail_in = uInt(size);
+  zs.next_out = out.data();
+  zs.avail_out = uInt(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  out.resize(rc == Z_STREAM_END ? zs.total_out : 0);
+  deflateEnd(&zs);
+  return out;
+}
+
+// What loading gives: the model as memsnap's JSON export, or the error's message.
+std::string outcome(std::vector<uint8_t> bytes, const memsnap::snapshot::LoadOptions& opt) {
+  using namespace memsnap;
+  try {
+    auto loaded = snapshot::load_snapshot_bytes(std::move(bytes), "fuzz", opt);
+    std::ostringstream json;
+    report::write_snapshot_json(json, loaded.snapshot);
+    return "model " + json.str();
+  } catch (const InputError& e) {
+    std::string what = e.what();  // a compressed input's offsets are "decoded offset N"
+    if (what.rfind("decoded ", 0) == 0) what.erase(0, 8);
+    return "error " + what;
+  }
+}
+
+// Plain bytes, and the same compressed through a decoding window of 8 KiB chunks (strings and
+// frame lists straddle its boundaries; the parse keeps copies of what it reads again): one
+// outcome. A difference is a bug in the window, so it aborts.
+void check_decode_window(const uint8_t* data, size_t size, const memsnap::snapshot::LoadOptions& opt) {
+  using namespace memsnap;
+  if (io::detect_compression({data, size}) != io::Compression::None) return;  // decoded once only
+  std::vector<uint8_t> stored = compressed(data, size);
+  if (stored.empty()) return;
+  snapshot::LoadOptions windowed = opt;
+  windowed.read.stream = true;
+  windowed.read.read_ahead_chunk = 8192;
+  std::string plain = outcome(std::vector<uint8_t>(data, data + size), opt);
+  std::string through = outcome(std::move(stored), windowed);
+  if (plain != through) {
+    std::fprintf(stderr,
+                 "the decoding window read other than the bytes in memory:\n  plain:    %.300s\n  window:   %.300s\n",
+                 plain.c_str(), through.c_str());
+    std::abort();
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace memsnap;
   NullBuffer buffer;
   std::ostream sink(&buffer);
   snapshot::LoadOptions opt;
   opt.read.max_buffer_bytes = uint64_t{64} << 20;  // keep decompression bombs cheap
+  check_decode_window(data, size, opt);
   try {
     auto loaded = snapshot::load_snapshot_bytes(std::vector<uint8_t>(data, data + size), "fuzz", opt);
     analysis::Context ctx(loaded.snapshot);
