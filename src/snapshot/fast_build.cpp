@@ -848,7 +848,6 @@ class FastBuilder {
   std::map<int64_t, Device> devices_;
   std::vector<std::pair<size_t, std::pair<int64_t, size_t>>> segment_order_;  // file index -> (device, index)
   Snapshot snap_;
-  bool have_segments_ = false;
   bool saw_root_ = false;
 };
 

@@ -55,6 +55,25 @@ size_t each_realdata(F f) {
   return files.size();
 }
 
+/// Calls f(path) for every snapgen fixture pickle in testdata/snapgen, sorted, each under its
+/// file name as the doctest context; with `compressed_too` also the .pickle.gz and .pickle.zst
+/// ones. Returns how many ran.
+template <class F>
+size_t each_snapgen_pickle(F f, bool compressed_too = false) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(testdata("snapgen"))) {
+    std::string name = entry.path().filename().string();
+    if (name.ends_with(".pickle") || (compressed_too && name.find(".pickle.") != std::string::npos))
+      files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    CAPTURE(path.filename().string());
+    f(path);
+  }
+  return files.size();
+}
+
 /// (snapshot file, truth file, snapgen arguments) rows of testdata/snapgen/MANIFEST.tsv.
 struct ManifestRow {
   std::string file, truth, args;

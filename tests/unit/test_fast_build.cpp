@@ -237,15 +237,11 @@ void check_decode_window(const std::vector<uint8_t>& plain, const std::vector<ui
 TEST_CASE("fast path: a plain file read ahead into a window of moving pages gives the same model") {
   // 8 KiB chunks: a fixture of a few hundred KiB moves its pages dozens of times, and
   // events, frames lists and FRAME ops straddle every chunk boundary.
-  size_t page = size_t(sysconf(_SC_PAGESIZE)), files = 0, windowed = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
-    std::string name = entry.path().filename().string();
-    if (!name.ends_with(".pickle")) continue;
-    CAPTURE(name);
-    windowed += check_read_ahead(entry.path(), 2 * page);
-    windowed += check_read_ahead(entry.path(), io::ReadAhead::kChunk);
-    ++files;
-  }
+  size_t page = size_t(sysconf(_SC_PAGESIZE)), windowed = 0;
+  size_t files = test::each_snapgen_pickle([&](const std::filesystem::path& p) {
+    windowed += check_read_ahead(p, 2 * page);
+    windowed += check_read_ahead(p, io::ReadAhead::kChunk);
+  });
   CHECK(files >= 20);
   if (std::thread::hardware_concurrency() > 1) CHECK(windowed == 2 * files);
   test::each_realdata([&](const std::filesystem::path& p) {
@@ -290,17 +286,12 @@ TEST_CASE("read-ahead: every byte in order, a request the window cannot hold ans
 }
 
 TEST_CASE("fast path: a compressed input parsed while it is decoded gives the same model") {
-  size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
-    std::string name = entry.path().filename().string();
-    if (!name.ends_with(".pickle")) continue;
-    CAPTURE(name);
-    auto plain = test::read_bytes(entry.path());
+  size_t files = test::each_snapgen_pickle([&](const std::filesystem::path& p) {
+    auto plain = test::read_bytes(p);
     check_streamed(plain, size_t{1} << 20, false);
     check_streamed(plain, 61, true);
     check_streamed(plain, 1, true);
-    ++files;
-  }
+  });
   CHECK(files >= 20);
   // Real files span many 64 KiB pickle frames: events and frames lists cross them.
   test::each_realdata([&](const std::filesystem::path& p) { check_streamed(test::read_bytes(p), 4099, true); });
@@ -315,17 +306,14 @@ TEST_CASE("fast path: a compressed input decoded into a window of moving pages g
     auto named = [&](const char* what) { return std::string(gz ? "gzip: " : "zstd: ") + what; };
     SUBCASE(named("every fixture and real file").c_str()) {
       size_t files = 0;
-      for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
-        std::string name = entry.path().filename().string();
-        if (!name.ends_with(".pickle")) continue;
-        CAPTURE(name);
-        auto plain = test::read_bytes(entry.path());
-        if (!detail::fast_build(plain)) continue;  // the generic path's forms
+      test::each_snapgen_pickle([&](const std::filesystem::path& p) {
+        auto plain = test::read_bytes(p);
+        if (!detail::fast_build(plain)) return;  // the generic path's forms
         // 8 KiB chunks: events, frames lists and FRAME ops straddle every chunk boundary.
         check_decode_window(plain, compress(plain), 2 * page);
         check_decode_window(plain, compress(plain), io::ReadAhead::kChunk);
         ++files;
-      }
+      });
       CHECK(files >= 18);
       test::each_realdata([&](const std::filesystem::path& p) {
         auto plain = test::read_bytes(p);
@@ -444,17 +432,16 @@ TEST_CASE("decoding read-ahead: every byte in order, the decoded size at the end
 }
 
 TEST_CASE("fast path: the same model as the generic path on every snapgen fixture") {
-  size_t fast = 0, files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(test::testdata("snapgen"))) {
-    std::string name = entry.path().filename().string();
-    if (name.find(".pickle") == std::string::npos) continue;
-    CAPTURE(name);
-    ++files;
-    bool took = compare_paths(test::read_bytes(entry.path()));
-    fast += took;
-    // Everything but protocol 0 (text opcodes) and the 1.13/2.0 history form takes the fast path.
-    if (name.find("proto0") == std::string::npos && name.find("legacy") == std::string::npos) CHECK(took);
-  }
+  size_t fast = 0;
+  size_t files = test::each_snapgen_pickle(
+      [&](const std::filesystem::path& p) {
+        std::string name = p.filename().string();
+        bool took = compare_paths(test::read_bytes(p));
+        fast += took;
+        // Everything but protocol 0 (text opcodes) and the 1.13/2.0 history form takes the fast path.
+        if (name.find("proto0") == std::string::npos && name.find("legacy") == std::string::npos) CHECK(took);
+      },
+      true);
   CHECK(files >= 20);
   CHECK(fast >= files - 2);
 }

@@ -251,15 +251,8 @@ TEST_CASE("fits: the largest free block of each stream and pool serves a request
     auto l = snapshot::load_snapshot(testdata("snapgen/" + row.file).string());
     for (const auto& d : l.snapshot.devices) check_largest_block_fits(l.snapshot, d);
   }
-  if (!std::filesystem::is_directory(realdata())) {
-    MESSAGE("SKIPPED real files: " << realdata() << " is absent");
-    return;
-  }
-  for (const auto& entry : std::filesystem::directory_iterator(realdata())) {
-    auto ext = entry.path().extension();
-    if (ext != ".pickle" && ext != ".pkl" && ext != ".json") continue;
-    CAPTURE(entry.path().filename().string());
-    auto l = snapshot::load_snapshot(entry.path().string());
+  each_realdata([](const std::filesystem::path& p) {
+    auto l = snapshot::load_snapshot(p.string());
     for (const auto& d : l.snapshot.devices) check_largest_block_fits(l.snapshot, d);
-  }
+  });
 }
