@@ -576,9 +576,14 @@ class FastBuilder {
     return uint64_t(end_ - p) >= n;
   }
   // FRAME's length is a buffering hint: the bytes must exist, but a window need not hold
-  // them all at once.
+  // them all at once. A decoding window's size() is only its limit until the decoder ends,
+  // so the furthest frame end is kept and checked against the decoded size at STOP.
   bool frame_fits(const uint8_t* q, uint64_t n) {
-    if (window_) return n <= window_->size() - off(q);
+    if (window_) {
+      if (n > window_->size() - off(q)) return false;
+      frame_end_ = std::max(frame_end_, off(q) + n);
+      return true;
+    }
     return n <= uint64_t(end_ - q) || more(q, n);
   }
   template <class T>
@@ -849,6 +854,7 @@ class FastBuilder {
   std::vector<std::pair<size_t, std::pair<int64_t, size_t>>> segment_order_;  // file index -> (device, index)
   Snapshot snap_;
   bool saw_root_ = false;
+  uint64_t frame_end_ = 0;  // with a window: where the furthest FRAME read so far ends
 };
 
 // ---- container creation: which parent, which role -----------------------------------------
@@ -1720,7 +1726,9 @@ FastResult FastBuilder::run() {
         FastResult out;
         if (keep_) {  // the decoder goes to the end of its input, past the pickle's: errors there count
           std::optional<uint64_t> decoded = window_->finish();
-          if (!decoded) bail();  // the whole input's decoder reports what is wrong
+          // A frame longer than what follows it is cut input: the whole input's decoder and
+          // the general path report what is wrong.
+          if (!decoded || *decoded < frame_end_) bail();
           out.decoded_bytes = *decoded;
         }
         if (window_) window_->close();  // its pages are not part of the peak that follows

@@ -361,6 +361,21 @@ TEST_CASE("fast path: a compressed input decoded into a window of moving pages g
       more.insert(more.end(), {0x28, 0xB5, 0x2F, 0xFD, 0xFF, 0xFF});
       CHECK_FALSE(took(more, uint64_t{16} << 30));
     }
+    SUBCASE(named("a FRAME longer than the rest of the input gives way, as on the plain bytes").c_str()) {
+      // PROTO 4, FRAME of `n` bytes, EMPTY_LIST, STOP: the pickle stops inside its frame
+      // (found by the fuzz target: the window took it, the plain bytes' parse does not).
+      auto framed = [](uint64_t n) {
+        std::vector<uint8_t> b = {0x80, 4, 0x95};
+        for (int k = 0; k < 8; ++k) b.push_back(uint8_t(n >> (8 * k)));
+        b.insert(b.end(), {']', '.'});
+        return b;
+      };
+      CHECK(detail::fast_build(framed(2)).has_value());
+      CHECK(took(compress(framed(2)), uint64_t{16} << 30));
+      CHECK_FALSE(detail::fast_build(framed(3)).has_value());
+      CHECK_FALSE(took(compress(framed(3)), uint64_t{16} << 30));
+      CHECK_FALSE(took(compress(framed(263)), uint64_t{16} << 30));
+    }
     SUBCASE(named("through the loader: the same figures, the decoded size, the exact errors").c_str()) {
       LoadOptions lo;
       auto cut = std::filesystem::temp_directory_path() / "memsnap_decode_window_cut.pickle.z";
