@@ -18,6 +18,21 @@ using snapshot::TraceEvent;
 
 namespace {
 
+bool is_block_action(Action a) {
+  return a == Action::Alloc || a == Action::FreeRequested || a == Action::FreeCompleted || a == Action::Free;
+}
+
+// What a block event's replay reads of it: its address, size, stack and action, without
+// decoding the time and stream columns, which only segment events need.
+TraceEvent block_event(const snapshot::Trace& t, size_t i) {
+  TraceEvent e;
+  e.addr = t.addr_at(i);
+  e.size = t.size_at(i);
+  e.stack = t.stack_at(i);
+  e.action = t.action_at(i);
+  return e;
+}
+
 template <class Map>
 typename Map::const_iterator containing(const Map& segs, uint64_t addr) {
   auto it = segs.upper_bound(addr);
@@ -219,17 +234,16 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
   }
   const auto& trace = device_.trace;
   for (size_t k = trace.size(); k-- > 0;) {
-    const TraceEvent& e = trace[k];
     uint32_t i = static_cast<uint32_t>(k);
-    switch (e.action) {
+    switch (trace.action_at(k)) {
       case Action::Alloc:
       case Action::FreeRequested:
       case Action::FreeCompleted:
-      case Action::Free: undo_block_event(live, e, i); break;
+      case Action::Free: undo_block_event(live, block_event(trace, k), i); break;
       case Action::SegmentAlloc:
       case Action::SegmentFree:
       case Action::SegmentMap:
-      case Action::SegmentUnmap: undo_segment_event(segs, e, i); break;
+      case Action::SegmentUnmap: undo_segment_event(segs, trace[k], i); break;
       default: break;
     }
   }
@@ -394,8 +408,9 @@ void Replay::sweep(const ReplayOptions& options) {
   for (Action a : trace.actions()) allocs += a == Action::Alloc;
   ranges_.reserve(ranges_.size() + allocs);
   for (uint32_t i = 0; i < n; ++i) {
-    const TraceEvent& e = trace[i];
-    switch (e.action) {
+    const Action action = trace.action_at(i);
+    const TraceEvent e = is_block_action(action) ? block_event(trace, i) : trace[i];
+    switch (action) {
       case Action::Alloc: sweep_alloc(s, e, i); break;
       case Action::FreeRequested:
       case Action::FreeCompleted:
