@@ -1,10 +1,12 @@
 // Fuzz target: any bytes through the whole CLI path: detect, decode, build, every
 // analysis (analyze with --at, --fits, --oom-size and a timeline; events; diff) and
-// every reporter (text, JSON, SVG, CSV) into a discarding sink. The same bytes, compressed,
-// then go through the decoding window a streamed .zst or .gz file takes: the model, or the
-// error, must be the one the bytes in memory give.
+// every reporter (text, JSON, SVG, CSV) into a discarding sink. The same bytes then go
+// through the windows a large input takes (compressed, through the decoding window; as a
+// file, read ahead): the model, or the error, must be the one the bytes in memory give.
 // Built as a libFuzzer binary with -DMEMSNAP_FUZZ=ON (clang); the same entry point
 // replays a corpus as an ordinary ctest (fuzz_replay.cpp).
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -97,10 +99,11 @@ std::vector<uint8_t> compressed(const uint8_t* data, size_t size) {
 }
 
 // What loading gives: the model as memsnap's JSON export, or the error's message.
-std::string outcome(std::vector<uint8_t> bytes, const memsnap::snapshot::LoadOptions& opt) {
+template <class Load>
+std::string outcome(Load load) {
   using namespace memsnap;
   try {
-    auto loaded = snapshot::load_snapshot_bytes(std::move(bytes), "fuzz", opt);
+    snapshot::Loaded loaded = load();
     std::ostringstream json;
     report::write_snapshot_json(json, loaded.snapshot);
     return "model " + json.str();
@@ -111,25 +114,43 @@ std::string outcome(std::vector<uint8_t> bytes, const memsnap::snapshot::LoadOpt
   }
 }
 
-// Plain bytes, and the same compressed through a decoding window of 8 KiB chunks (strings and
-// frame lists straddle its boundaries; the parse keeps copies of what it reads again): one
-// outcome. A difference is a bug in the window, so it aborts.
-void check_decode_window(const uint8_t* data, size_t size, const memsnap::snapshot::LoadOptions& opt) {
+void same_outcome(const std::string& plain, const std::string& other, const char* how) {
+  if (plain == other) return;
+  std::fprintf(stderr, "%s read other than the bytes in memory:\n  plain:  %.300s\n  window: %.300s\n", how,
+               plain.c_str(), other.c_str());
+  std::abort();
+}
+
+// The bytes in memory give one outcome; the same bytes must give it through the windows a
+// large file takes, with 8 KiB chunks so that strings and frame lists straddle their
+// boundaries: compressed, through the decoding window (the parse keeps copies of what it
+// reads again), and as a plain file read ahead on the second core (a memfd). A difference is
+// a bug in a window, so it aborts.
+void check_windows(const uint8_t* data, size_t size, const memsnap::snapshot::LoadOptions& opt) {
   using namespace memsnap;
-  if (io::detect_compression({data, size}) != io::Compression::None) return;  // decoded once only
-  std::vector<uint8_t> stored = compressed(data, size);
-  if (stored.empty()) return;
+  std::string plain =
+      outcome([&] { return snapshot::load_snapshot_bytes(std::vector<uint8_t>(data, data + size), "fuzz", opt); });
   snapshot::LoadOptions windowed = opt;
   windowed.read.stream = true;
   windowed.read.read_ahead_chunk = 8192;
-  std::string plain = outcome(std::vector<uint8_t>(data, data + size), opt);
-  std::string through = outcome(std::move(stored), windowed);
-  if (plain != through) {
-    std::fprintf(stderr,
-                 "the decoding window read other than the bytes in memory:\n  plain:    %.300s\n  window:   %.300s\n",
-                 plain.c_str(), through.c_str());
-    std::abort();
+  std::vector<uint8_t> stored = compressed(data, size);
+  if (io::detect_compression({data, size}) == io::Compression::None && !stored.empty())  // decoded once only
+    same_outcome(plain, outcome([&] { return snapshot::load_snapshot_bytes(std::move(stored), "fuzz", windowed); }),
+                 "the decoding window");
+  int fd = memfd_create("memsnap-fuzz", MFD_CLOEXEC);
+  if (fd < 0) return;
+  bool written = true;
+  for (size_t at = 0; at < size && written;) {
+    ssize_t n = write(fd, data + at, size - at);
+    written = n > 0;
+    at += written ? size_t(n) : 0;
   }
+  if (written) {
+    windowed.read.read_ahead_from = 0;  // read ahead whatever its size
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    same_outcome(plain, outcome([&] { return snapshot::load_snapshot(path, windowed); }), "the read-ahead window");
+  }
+  close(fd);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -138,7 +159,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::ostream sink(&buffer);
   snapshot::LoadOptions opt;
   opt.read.max_buffer_bytes = uint64_t{64} << 20;  // keep decompression bombs cheap
-  check_decode_window(data, size, opt);
+  check_windows(data, size, opt);
   try {
     auto loaded = snapshot::load_snapshot_bytes(std::vector<uint8_t>(data, data + size), "fuzz", opt);
     analysis::Context ctx(loaded.snapshot);
