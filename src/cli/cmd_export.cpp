@@ -22,7 +22,7 @@ struct ExportArgs {
   std::string file;
   std::string output = "-";
   std::optional<ExportFormat> format;
-  std::string max_memory = "16GiB";
+  std::string max_memory = kDefaultMaxMemory;
   bool quiet = false;
   analysis::SliceOptions window;
 };
@@ -68,9 +68,7 @@ void add_export(CLI::App& app) {
   cmd->add_option("--to-time", args->window.to_time,
                   "The window: up to the last event at or before US (epoch microseconds)")
       ->option_text("US");
-  cmd->add_option("--max-memory", args->max_memory,
-                  "Largest decompressed input held in memory, e.g. 32GiB (default 16GiB)")
-      ->option_text("SIZE");
+  add_max_memory_option(*cmd, args->max_memory);
   add_quiet_option(*cmd, args->quiet);
   cmd->callback([args] {
     ExportFormat format = resolve_format(*args);

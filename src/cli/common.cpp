@@ -21,10 +21,15 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool format) {
             std::map<std::string, Format>{{"text", Format::Text}, {"json", Format::Json}}, CLI::ignore_case))
         ->option_text("text|json");
   cmd.add_flag("--no-color", o.no_color, "Never colour the text output (NO_COLOR is honoured too)");
-  cmd.add_option("--max-memory", o.max_memory,
-                 "Memory bound for reading the snapshot: decoded input, parse and model (default 4GiB)")
-      ->option_text("SIZE");
+  add_max_memory_option(cmd, o.max_memory);
   add_quiet_option(cmd, o.quiet);
+}
+
+void add_max_memory_option(CLI::App& cmd, std::string& max_memory) {
+  cmd.add_option("--max-memory", max_memory,
+                 std::string("Memory bound for reading the snapshot: decoded input, parse and model (default ") +
+                     kDefaultMaxMemory + ")")
+      ->option_text("SIZE");
 }
 
 void add_quiet_option(CLI::App& cmd, bool& quiet) {

@@ -30,10 +30,13 @@ class Failure : public std::runtime_error {
 
 enum class Format { Text, Json };
 
+/// --max-memory's default, for every command that loads a snapshot.
+inline constexpr const char* kDefaultMaxMemory = "4GiB";
+
 struct CommonOptions {
   Format format = Format::Text;
   bool no_color = false;
-  std::string max_memory = "4GiB";
+  std::string max_memory = kDefaultMaxMemory;
   bool quiet = false;  // no progress line
 };
 
@@ -53,6 +56,8 @@ void add_file_option(CLI::App& cmd, std::string& file);
 void add_common_options(CLI::App& cmd, CommonOptions& options, bool format = true);
 /// Adds -q/--quiet alone.
 void add_quiet_option(CLI::App& cmd, bool& quiet);
+/// --max-memory SIZE: one bound on what a load holds (see load()).
+void add_max_memory_option(CLI::App& cmd, std::string& max_memory);
 /// Loads a snapshot; any InputError becomes a Failure naming the file.
 snapshot::Loaded load(const std::string& path, const CommonOptions& options);
 /// Terminal width (40 to 240 columns) and colour for stdout.

@@ -118,8 +118,7 @@ void add_stack_options(CLI::App& cmd, StackArgs& a) {
           CLI::ignore_case))
       ->option_text("WHICH");
   cmd.add_flag("--cpp", a.stack.cpp, "Keep C++ frames in stacks that have Python frames (default: dropped there)");
-  cmd.add_option("--max-memory", a.max_memory, "Largest decompressed input held in memory (default 16GiB)")
-      ->option_text("SIZE");
+  add_max_memory_option(cmd, a.max_memory);
 }
 
 LoadedStates load_states(const StackArgs& a) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common.hpp"
 #include "memsnap/analysis/stacks.hpp"
 #include "memsnap/report/flame.hpp"
 #include "memsnap/snapshot/load.hpp"
@@ -54,7 +55,7 @@ struct StackArgs {
   std::optional<int> device;
   std::string at = "dump";
   analysis::StackOptions stack;
-  std::string max_memory = "16GiB";
+  std::string max_memory = kDefaultMaxMemory;
 };
 void add_stack_options(CLI::App& cmd, StackArgs& args);
 /// Loads the file and resolves the states; fills `source` for titles and JSON.

@@ -25,6 +25,27 @@ check("bad --format", rc == 2 and out == "" and "--format" in err, "%d %r" % (rc
 rc, out, err = run(["frobnicate"])
 check("unknown command", rc == 2, "%d %r" % (rc, err))
 
+# --- --max-memory: one option in every command that loads a snapshot -------------------------------
+# The same help line and default everywhere (flame, callgraph and export had a stale
+# "largest decompressed input, default 16GiB" of their own), and the bound holds in each.
+loaders = {"analyze": [], "segments": [], "timeline": ["-o", os.path.join(tempfile.gettempdir(), "memsnap-mm.svg")],
+           "events": [], "check": ["--no-oom"], "flame": [],
+           "callgraph": [], "export": ["--format", "json"], "diff": [snap]}
+help_lines = set()
+for cmd, extra in loaders.items():
+    rc, out, err = run([cmd, "--help"])
+    line = " ".join(out[out.find("--max-memory SIZE"):].split("\n  -")[0].split())
+    help_lines.add(line)
+    check(cmd + " --help: --max-memory", rc == 0 and "(default 4GiB)" in line, line)
+    rc, out, err = run([cmd, "--max-memory", "1KiB"] + extra + [snap])
+    first = err.split("\n")[0]
+    # check reports a file it cannot read as ERROR on stdout, and how many on stderr.
+    check(cmd + " --max-memory 1KiB", rc == 2 and (out == "") != (cmd == "check") and
+          err.count("\n") == (2 if cmd == "check" else 1) and
+          first.startswith("memsnap: " + snap + ": reading this input needs more than 1.00 KiB of memory") and
+          first.endswith("raise the bound with --max-memory SIZE"), "%d %r" % (rc, err))
+check("--max-memory: one help line", len(help_lines) == 1, str(help_lines))
+
 # --- input errors: exactly one line, exit 2 ------------------------------------------------------
 expect_error("missing file", ["analyze", "/nonexistent/snap.pickle"],
              "/nonexistent/snap.pickle: cannot open: No such file or directory")
