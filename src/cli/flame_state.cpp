@@ -119,12 +119,14 @@ void add_stack_options(CLI::App& cmd, StackArgs& a) {
       ->option_text("WHICH");
   cmd.add_flag("--cpp", a.stack.cpp, "Keep C++ frames in stacks that have Python frames (default: dropped there)");
   add_max_memory_option(cmd, a.max_memory);
+  add_quiet_option(cmd, a.quiet);
 }
 
 LoadedStates load_states(const StackArgs& a) {
   FlameAt at = parse_flame_at(a.at);
   CommonOptions common;
   common.max_memory = a.max_memory;
+  common.quiet = a.quiet;
   LoadedStates out{load(a.file, common), {}, {}};
   print_warnings(out.loaded);
   out.source.path = a.file == "-" ? "<stdin>" : a.file;

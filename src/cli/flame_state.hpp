@@ -49,13 +49,14 @@ std::vector<FlameState> flame_states(const snapshot::Snapshot& snap, const std::
 analysis::StackProfile profile_of(const snapshot::Snapshot& snap, const std::vector<FlameState>& states,
                                   const analysis::StackOptions& options);
 
-/// Options `flame` and `callgraph` share: --device, --at, --state, --cpp, --max-memory.
+/// Options `flame` and `callgraph` share: --device, --at, --state, --cpp, --max-memory, -q.
 struct StackArgs {
   std::string file;
   std::optional<int> device;
   std::string at = "dump";
   analysis::StackOptions stack;
   std::string max_memory = kDefaultMaxMemory;
+  bool quiet = false;  // no progress line
 };
 void add_stack_options(CLI::App& cmd, StackArgs& args);
 /// Loads the file and resolves the states; fills `source` for titles and JSON.

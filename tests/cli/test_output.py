@@ -157,5 +157,15 @@ with tempfile.TemporaryDirectory() as tmp:
         check(name + " no progress when stderr is not a terminal", rc == 0 and se == "", "%d %r" % (rc, se))
     rc, err = stderr_on_tty(["analyze", snap("frag.pickle")])
     check("no progress for a small input", rc == 0 and err == "", "%d %r" % (rc, err))
+    # Every command that reads a snapshot shows the line and takes -q (flame and callgraph
+    # had no -q).
+    out = os.path.join(tmp, "out")
+    for args in (["segments"], ["events"], ["check", "--no-oom"], ["flame"], ["callgraph"],
+                 ["export", "--format", "json", "-o", out + ".json"]):  # timeline: no trace to plot here
+        name = args[0] + " on a terminal"
+        rc, err = stderr_on_tty(args + [big])
+        check(name + ": progress", rc == 0 and "memsnap: reading " in err, "%d %r" % (rc, err[-300:]))
+        rc, err = stderr_on_tty(args + ["-q", big])
+        check(name + ": -q", rc == 0 and "reading" not in err, "%d %r" % (rc, err[-200:]))
 
 finish()
