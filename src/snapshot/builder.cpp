@@ -3,6 +3,7 @@
 #include "memsnap/snapshot/builder.hpp"
 
 #include <array>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -431,9 +432,15 @@ void Builder::settings(ValueId v) {
   }
   if (f.has(A_gc)) {
     ValueId m = f.v[A_gc];
-    if (g_.kind(m) == Kind::Float)
+    if (g_.kind(m) == Kind::Float) {
+      // PyTorch accepts only a fraction in (0, 1), or 0 for off: NaN or an infinity is no
+      // setting it can have written, and JSON output could not carry it.
+      if (!std::isfinite(g_.as_float(m)))
+        throw_at_path(at(A_gc)(), std::string("expected a finite number, got ") + (std::isnan(g_.as_float(m)) ? "nan"
+                                                                                   : g_.as_float(m) > 0       ? "inf"
+                                                                                                        : "-inf"));
       s.garbage_collection_threshold = g_.as_float(m);
-    else
+    } else
       s.garbage_collection_threshold = double(int_of(m, at(A_gc)));
   }
   if (f.has(A_expandable)) s.expandable_segments = bool_of(f.v[A_expandable], at(A_expandable));

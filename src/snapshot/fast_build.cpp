@@ -23,6 +23,7 @@
 #include "fast_build.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1115,6 +1116,7 @@ void FastBuilder::push_settings(const Open& o) {
     if (m.tag == kFloat) {
       double d;
       std::memcpy(&d, &m.b, 8);
+      if (!std::isfinite(d)) bail();  // the general path names it
       s.garbage_collection_threshold = d;
     } else {
       s.garbage_collection_threshold = double(int_of(m));

@@ -54,6 +54,12 @@ def main():
           "{path}: segments[0].blocks[1].size: expected int, got str")
     write("negative_size.pickle", pickle.dumps({"segments": [seg([blk(size=-5)], total_size=512)]}, protocol=4),
           "{path}: segments[0].blocks[0].size: expected a non-negative int, got -5")
+    # PyTorch writes a fraction in (0, 1), or 0: NaN or an infinity is no setting, and JSON
+    # output could not carry it (found by the fuzz target: export wrote null, then refused it).
+    write("gc_threshold_nan.pickle",
+          pickle.dumps({"segments": [seg([blk()])], "device_traces": [[]],
+                        "allocator_settings": {"garbage_collection_threshold": float("nan")}}, protocol=4),
+          "{path}: allocator_settings.garbage_collection_threshold: expected a finite number, got nan")
     write("bad_state.pickle", pickle.dumps({"segments": [seg([blk(state="weird")])]}, protocol=4),
           "{path}: segments[0].blocks[0].state: unknown block state 'weird'")
     missing = seg([blk()])
