@@ -435,11 +435,11 @@ void Builder::settings(ValueId v) {
     if (g_.kind(m) == Kind::Float) {
       // PyTorch accepts only a fraction in (0, 1), or 0 for off: NaN or an infinity is no
       // setting it can have written, and JSON output could not carry it.
-      if (!std::isfinite(g_.as_float(m)))
-        throw_at_path(at(A_gc)(), std::string("expected a finite number, got ") + (std::isnan(g_.as_float(m)) ? "nan"
-                                                                                   : g_.as_float(m) > 0       ? "inf"
-                                                                                                        : "-inf"));
-      s.garbage_collection_threshold = g_.as_float(m);
+      double g = g_.as_float(m);
+      if (std::isnan(g)) throw_at_path(at(A_gc)(), "expected a finite number, got nan");
+      if (std::isinf(g))
+        throw_at_path(at(A_gc)(), g > 0 ? "expected a finite number, got inf" : "expected a finite number, got -inf");
+      s.garbage_collection_threshold = g;
     } else
       s.garbage_collection_threshold = double(int_of(m, at(A_gc)));
   }
