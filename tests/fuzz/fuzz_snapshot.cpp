@@ -2,7 +2,8 @@
 // analysis (analyze with --at, --fits, --oom-size and a timeline; events; diff) and
 // every reporter (text, JSON, SVG, CSV) into a discarding sink. The same bytes then go
 // through the windows a large input takes (compressed, through the decoding window; as a
-// file, read ahead): the model, or the error, must be the one the bytes in memory give.
+// file, read ahead): the model, or the error, must be the one the bytes in memory give; and
+// the fast path's model must be the general path's.
 // Built as a libFuzzer binary with -DMEMSNAP_FUZZ=ON (clang); the same entry point
 // replays a corpus as an ordinary ctest (fuzz_replay.cpp).
 #include <sys/mman.h>
@@ -20,16 +21,20 @@
 #include <string>
 #include <vector>
 
+#include "../../src/snapshot/fast_build.hpp"
 #include "memsnap/analysis/analyze.hpp"
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/slice.hpp"
+#include "memsnap/io/byte_source.hpp"
+#include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/report/events.hpp"
 #include "memsnap/report/export.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/report/timeline.hpp"
+#include "memsnap/snapshot/builder.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "memsnap/util/error.hpp"
 
@@ -153,6 +158,42 @@ void check_windows(const uint8_t* data, size_t size, const memsnap::snapshot::Lo
   close(fd);
 }
 
+// The schema-directed fast path against the general unpickler and schema walk on the same
+// plain pickle bytes: where the fast path takes an input, the general path must take it too
+// and build the same model (the JSON export of each); where it refuses, the general path
+// decides alone. A difference is a bug in the fast path, so it aborts.
+void check_fast_path(const uint8_t* data, size_t size) {
+  using namespace memsnap;
+  std::span<const uint8_t> bytes(data, size);
+  if (io::detect_compression(bytes) != io::Compression::None || size == 0 || data[0] != 0x80) return;
+  std::optional<snapshot::detail::FastResult> fast;
+  try {
+    fast = snapshot::detail::fast_build(bytes);
+  } catch (const InputError&) {
+    return;  // a memory or work bound: the general path has its own
+  }
+  if (!fast) return;
+  std::string general;
+  try {
+    pickle::ValueGraph g = pickle::unpickle(bytes);
+    snapshot::BuildOptions bo;
+    bo.input_bytes = size;
+    std::ostringstream json;
+    report::write_snapshot_json(json, snapshot::build_snapshot(g, bo));
+    general = json.str();
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "the fast path took an input the general path refuses: %s\n", e.what());
+    std::abort();
+  }
+  std::ostringstream json;
+  report::write_snapshot_json(json, fast->snapshot);
+  if (json.str() != general) {
+    std::fprintf(stderr, "the fast path built another model:\n  fast:    %.300s\n  general: %.300s\n",
+                 json.str().c_str(), general.c_str());
+    std::abort();
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace memsnap;
   NullBuffer buffer;
@@ -160,6 +201,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   snapshot::LoadOptions opt;
   opt.read.max_buffer_bytes = uint64_t{64} << 20;  // keep decompression bombs cheap
   check_windows(data, size, opt);
+  check_fast_path(data, size);
   try {
     auto loaded = snapshot::load_snapshot_bytes(std::vector<uint8_t>(data, data + size), "fuzz", opt);
     analysis::Context ctx(loaded.snapshot);
