@@ -75,16 +75,18 @@ def main():
         med["plain"] += (statistics.median(peaks),)
         rows.append((label or os.path.basename(path), size, med))
     print("| input | size | memsnap CPU | wall | MB/s (CPU) | peak anon | x file | .zst CPU | .zst wall | stdin CPU "
-          "| opcode walk | Python pickle.load | Python / memsnap |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| opcode walk | Python pickle.load | Python / memsnap CPU | wall |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, size, m in rows:
         cpu, wall, anon = m["plain"]
         # CPU counts both threads (the decoder runs on the second core); wall is what a user waits.
         zst = "%.2f s (%.2fx) | %.2f s (%.2fx)" % (m["zst"][0], m["zst"][0] / cpu, m["zst"][1], m["zst"][1] / wall) \
             if "zst" in m else "- | -"
-        print("| %s | %.0f MB | %.3f s | %.3f s | %.0f | %.0f MiB | %.2f | %s | %.2f s | %.3f s | %.2f s | %.1fx |" % (
+        # Python's pickle.load is one thread: its CPU time is its wall time. The wall ratio
+        # counts what memsnap overlaps on the second core (the 30x goal).
+        print("| %s | %.0f MB | %.3f s | %.3f s | %.0f | %.0f MiB | %.2f | %s | %.2f s | %.3f s | %.2f s | %.1fx | %.1fx |" % (
             label, size / 1e6, cpu, wall, size / 1e6 / cpu, anon / 2**20, anon / size, zst, m["stdin"][0],
-            m["walk"][0], m["python"][0], m["python"][0] / cpu))
+            m["walk"][0], m["python"][0], m["python"][0] / cpu, m["python"][1] / wall))
 
 
 if __name__ == "__main__":
