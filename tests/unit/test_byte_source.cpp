@@ -95,7 +95,7 @@ TEST_CASE("from_bytes decompresses gzip and zstd") {
   }
   SUBCASE("concatenated gzip members") {
     auto gz = gzip_of(plain);
-    auto more = gzip_of({'x', 'y'});
+    auto more = gzip_of(std::vector<uint8_t>{'x', 'y'});
     gz.insert(gz.end(), more.begin(), more.end());
     ByteSource s = ByteSource::from_bytes(gz);
     auto want = plain;
