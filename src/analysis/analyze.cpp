@@ -33,10 +33,12 @@ TraceSummary summarize_trace(const snapshot::Device& d) {
 std::optional<uint32_t> resolve_at(const AnalyzeOptions& o, const snapshot::Device& d) {
   const auto& tr = d.trace;
   if (o.at) {
-    if (tr.empty() || *o.at >= tr.size())
-      throw UsageError("--at " + std::to_string(*o.at) + ": device " + std::to_string(d.index) + " has " +
-                       std::to_string(tr.size()) + " trace entries (valid indices 0 to " +
-                       (tr.empty() ? std::string("none") : std::to_string(tr.size() - 1)) + ")");
+    std::string what = "--at " + std::to_string(*o.at) + ": device " + std::to_string(d.index);
+    if (tr.empty())  // often one device of several: the others may have a trace
+      throw UsageError(what + " has no trace entries (--device N describes one device)");
+    if (*o.at >= tr.size())
+      throw UsageError(what + " has " + std::to_string(tr.size()) + " trace entries (valid indices 0 to " +
+                       std::to_string(tr.size() - 1) + ")");
     return static_cast<uint32_t>(*o.at);
   }
   if (o.at_time) {

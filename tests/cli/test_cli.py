@@ -152,6 +152,11 @@ for cmd in ("analyze", "segments"):
         check("segments --at count", d["segments_total"] == t4["segments"], str(d["segments_total"]))
 rc, out, err = run(["analyze", "--at", "999999", leak])
 check("--at out of range", rc == 2 and "valid indices 0 to" in err and err.count("\n") == 1, "%d %r" % (rc, err))
+# A device without trace entries (list.pickle: recorded without history) has no event to
+# stand at; the message points at --device, since the other devices of a snapshot may have one.
+rc, out, err = run(["analyze", "--at", "0", os.path.join(TESTDATA, "snapgen", "list.pickle")])
+check("--at on a device without a trace", rc == 2 and err ==
+      "memsnap: --at 0: device 0 has no trace entries (--device N describes one device)\n", "%d %r" % (rc, err))
 rc, out, err = run(["analyze", "--device", "7", leak])
 check("--device absent", rc == 2 and "no such device" in err, "%d %r" % (rc, err))
 
