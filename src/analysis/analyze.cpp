@@ -6,6 +6,7 @@
 #include <exception>
 #include <thread>
 
+#include "memsnap/analysis/events.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/units.hpp"
 
@@ -33,21 +34,17 @@ TraceSummary summarize_trace(const snapshot::Device& d) {
 std::optional<uint32_t> resolve_at(const AnalyzeOptions& o, const snapshot::Device& d) {
   const auto& tr = d.trace;
   if (o.at) {
-    std::string what = "--at " + std::to_string(*o.at) + ": device " + std::to_string(d.index);
-    if (tr.empty())  // often one device of several: the others may have a trace
-      throw UsageError(what + " has no trace entries (--device N describes one device)");
-    if (*o.at >= tr.size())
-      throw UsageError(what + " has " + std::to_string(tr.size()) + " trace entries (valid indices 0 to " +
-                       std::to_string(tr.size() - 1) + ")");
+    if (std::string why = event_index_problem(d, *o.at); !why.empty())
+      throw UsageError("--at " + std::to_string(*o.at) + ": " + why +
+                       (tr.empty() ? " (--device N describes one device)" : ""));  // others may have one
     return static_cast<uint32_t>(*o.at);
   }
   if (o.at_time) {
+    if (std::string why = event_time_problem(d, *o.at_time); !why.empty())
+      throw UsageError("--at-time " + std::to_string(*o.at_time) + ": " + why);
     std::optional<uint32_t> last;
     for (uint32_t i = 0; i < tr.size(); ++i)
       if (tr[i].has_time() && tr[i].time_us <= *o.at_time) last = i;
-    if (!last)
-      throw UsageError("--at-time " + std::to_string(*o.at_time) + ": device " + std::to_string(d.index) +
-                       " has no trace entry at or before that time");
     return last;
   }
   return std::nullopt;

@@ -10,6 +10,26 @@ namespace memsnap::analysis {
 
 using snapshot::Action;
 
+std::string event_index_problem(const snapshot::Device& d, uint64_t index) {
+  const uint64_t n = d.trace.size();
+  std::string dev = "device " + std::to_string(d.index);
+  if (n == 0) return dev + " has no trace entries";
+  if (index < n) return {};
+  if (n == 1) return dev + " has 1 trace entry (valid index 0)";
+  return dev + " has " + std::to_string(n) + " trace entries (valid indices 0 to " + std::to_string(n - 1) + ")";
+}
+
+std::string event_time_problem(const snapshot::Device& d, int64_t time_us) {
+  std::string dev = "device " + std::to_string(d.index);
+  if (d.trace.empty()) return dev + " has no trace entries";
+  std::optional<int64_t> first;
+  for (const auto& e : d.trace)
+    if (e.has_time() && (!first || e.time_us < *first)) first = e.time_us;
+  if (!first) return dev + "'s trace entries carry no time (use --at INDEX)";
+  if (*first <= time_us) return {};
+  return dev + "'s first timed trace entry is at " + std::to_string(*first) + " us";
+}
+
 DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const EventsOptions& o) {
   DeviceEvents out;
   out.device = d.index;
@@ -33,9 +53,8 @@ DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const Ev
     auto r = std::from_chars(o.around.data(), o.around.data() + o.around.size(), v);
     if (r.ec != std::errc() || r.ptr != o.around.data() + o.around.size())
       throw UsageError("--around " + o.around + ": expected oom, peak or an event index");
-    if (v >= n)
-      throw UsageError("--around " + o.around + ": device " + std::to_string(d.index) + " has " + std::to_string(n) +
-                       " trace entries (valid indices 0 to " + std::to_string(n - 1) + ")");
+    if (std::string why = event_index_problem(d, v); !why.empty())
+      throw UsageError("--around " + o.around + ": " + why);
     out.center = static_cast<uint32_t>(v);
     out.center_what = "index";
   }

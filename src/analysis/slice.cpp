@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/util/error.hpp"
 
@@ -39,8 +40,8 @@ Window resolve(const SliceOptions& o, const Device& d) {
     if (n == 0) throw UsageError("--from/--to: " + dev + " has no trace entries");
     uint64_t from = o.from.value_or(0), to = o.to.value_or(n - 1);
     if (from >= n || to >= n)
-      throw UsageError("--" + std::string(from >= n ? "from " + num(from) : "to " + num(to)) + ": " + dev + " has " +
-                       num(n) + " trace entries (valid indices 0 to " + num(n - 1) + ")");
+      throw UsageError("--" + std::string(from >= n ? "from " + num(from) : "to " + num(to)) + ": " +
+                       event_index_problem(d, std::max(from, to)));
     if (from > to) throw UsageError("--from " + num(from) + " is after --to " + num(to));
     w.first = static_cast<uint32_t>(from);
     w.last = static_cast<uint32_t>(to);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/replay.hpp"
 
 namespace memsnap::cli {
@@ -32,12 +33,8 @@ std::optional<FlameState> flame_state(const snapshot::Snapshot& snap, const snap
   switch (at.kind) {
     case FlameAt::Kind::Dump: break;
     case FlameAt::Kind::Event:
-      if (at.event >= trace.size())
-        throw Failure(
-            "--at " + std::to_string(at.event) + ": device " + std::to_string(dumped.index) + " has " +
-                std::to_string(trace.size()) + " trace entries" +
-                (trace.empty() ? std::string() : " (valid indices 0 to " + std::to_string(trace.size() - 1) + ")"),
-            kBadInput);
+      if (std::string why = analysis::event_index_problem(dumped, at.event); !why.empty())
+        throw Failure("--at " + std::to_string(at.event) + ": " + why, kBadInput);
       index = at.event;
       out.point.what = "event";
       break;

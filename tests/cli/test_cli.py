@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # CLI contract tests through the built binary: exit codes, one-line errors on stderr, results on stdout.
 import json
+import pickle
 import os
 import subprocess
 import sys
@@ -157,6 +158,19 @@ check("--at out of range", rc == 2 and "valid indices 0 to" in err and err.count
 rc, out, err = run(["analyze", "--at", "0", os.path.join(TESTDATA, "snapgen", "list.pickle")])
 check("--at on a device without a trace", rc == 2 and err ==
       "memsnap: --at 0: device 0 has no trace entries (--device N describes one device)\n", "%d %r" % (rc, err))
+# --at-time before the first timed event says where the times start (read here from the
+# pickle itself); a trace without times says so.
+with open(leak, "rb") as fh:
+    first_time = min(e["time_us"] for e in pickle.load(fh)["device_traces"][0] if "time_us" in e)
+rc, out, err = run(["analyze", "--at-time", str(first_time - 1), leak])
+check("--at-time before the trace", rc == 2 and err == "memsnap: --at-time %d: device 0's first timed trace entry "
+      "is at %d us\n" % (first_time - 1, first_time), "%d %r" % (rc, err))
+rc, out, err = run(["analyze", "--at-time", str(first_time), "--format", "json", leak])
+check("--at-time at the first timed event", rc == 0 and json.loads(out)["devices"][0]["at"]["time_us"] == first_time,
+      "%d %r" % (rc, err))
+rc, out, err = run(["analyze", "--at-time", "0", os.path.join(TESTDATA, "snapgen", "legacy.pickle")])
+check("--at-time without times", rc == 2 and err ==
+      "memsnap: --at-time 0: device 0's trace entries carry no time (use --at INDEX)\n", "%d %r" % (rc, err))
 rc, out, err = run(["analyze", "--device", "7", leak])
 check("--device absent", rc == 2 and "no such device" in err, "%d %r" % (rc, err))
 

@@ -43,6 +43,13 @@ struct DeviceEvents {
   std::vector<EventRow> rows;
 };
 
+/// Why trace event `index` is not one of the device's, for an option's error message
+/// ("device 0 has 5 trace entries (valid indices 0 to 4)"); empty when it is one.
+std::string event_index_problem(const snapshot::Device& device, uint64_t index);
+/// Why no trace event is at or before `time_us` on the device ("device 0's first timed
+/// trace entry is at 1700000000000000 us"); empty when one is.
+std::string event_time_problem(const snapshot::Device& device, int64_t time_us);
+
 /// Throws UsageError when `around` names no event (no OOM, an index out of range).
 DeviceEvents list_events(const Context& ctx, const snapshot::Device& device, const EventsOptions& options);
 
