@@ -40,11 +40,10 @@ std::optional<uint32_t> resolve_at(const AnalyzeOptions& o, const snapshot::Devi
     return static_cast<uint32_t>(*o.at);
   }
   if (o.at_time) {
-    if (std::string why = event_time_problem(d, *o.at_time); !why.empty())
-      throw UsageError("--at-time " + std::to_string(*o.at_time) + ": " + why);
     std::optional<uint32_t> last;
     for (uint32_t i = 0; i < tr.size(); ++i)
       if (tr[i].has_time() && tr[i].time_us <= *o.at_time) last = i;
+    if (!last) throw UsageError("--at-time " + std::to_string(*o.at_time) + ": " + event_time_problem(d, *o.at_time));
     return last;
   }
   return std::nullopt;

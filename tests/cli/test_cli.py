@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # CLI contract tests through the built binary: exit codes, one-line errors on stderr, results on stdout.
 import json
-import pickle
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
