@@ -122,9 +122,9 @@ void check_windows(const uint8_t* data, size_t size, const memsnap::snapshot::Lo
   snapshot::LoadOptions windowed = opt;
   windowed.read.stream = true;
   windowed.read.read_ahead_chunk = 8192;
-  std::vector<uint8_t> stored = compressed(data, size);
   if (io::detect_compression({data, size}) == io::Compression::None)  // decoded once only
-    same_outcome(plain, outcome([&] { return snapshot::load_snapshot_bytes(std::move(stored), "fuzz", windowed); }),
+    same_outcome(plain,
+                 outcome([&] { return snapshot::load_snapshot_bytes(compressed(data, size), "fuzz", windowed); }),
                  "the decoding window");
   int fd = memfd_create("memsnap-fuzz", MFD_CLOEXEC);
   if (fd < 0) return;
