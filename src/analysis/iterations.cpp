@@ -53,6 +53,7 @@ class Allocs {
     for (uint32_t id = first_; id < end; ++id) {
       StackId st = replay.stack_of(id);
       if (st.v != 0) {
+        ++with_stack_;
         if (st.v >= of_stack.size()) of_stack.resize(std::max<size_t>(size_t{st.v} + 1, of_stack.size() * 2), 0);
         uint32_t& sym = of_stack[st.v];
         if (sym == 0) sym = ++next;
@@ -65,6 +66,7 @@ class Allocs {
     }
   }
   size_t size() const { return symbol_.size(); }
+  size_t with_stack() const { return with_stack_; }
   uint32_t symbol(size_t j) const { return symbol_[j]; }
   uint32_t range(size_t j) const { return first_ + static_cast<uint32_t>(j); }
   uint32_t event(size_t j) const { return replay_.begin_of(range(j)); }
@@ -73,6 +75,7 @@ class Allocs {
  private:
   const Replay& replay_;
   uint32_t first_ = 0;
+  size_t with_stack_ = 0;
   util::PodBuffer<uint32_t> symbol_;  // huge pages, not zero-filled: first touches cost (see pod_buffer.hpp)
 };
 
@@ -313,11 +316,17 @@ std::pair<size_t, size_t> unit(const Allocs& allocs, uint32_t from, uint32_t to)
   return {lo, first_at(lo, to)};
 }
 
-// The median share of a repetition's requested bytes still allocated when the next
-// one starts: a training step frees most of what it allocates; the layers of one
-// forward pass keep their activations for backward.
-double kept_share(const Allocs& allocs, const Replay& replay, const std::vector<uint32_t>& b) {
+struct Kept {
+  double share = 0;    // median share of a repetition's requested bytes kept
+  uint64_t bytes = 0;  // median requested bytes a repetition keeps
+};
+
+// What a repetition still holds when the next one starts, as a median share of its
+// requested bytes and in bytes: a training step frees most of what it allocates; the
+// layers of one forward pass keep their activations for backward.
+Kept kept_share(const Allocs& allocs, const Replay& replay, const std::vector<uint32_t>& b) {
   std::vector<double> shares;
+  std::vector<uint64_t> bytes;
   for (size_t k = 0; k + 1 < b.size(); ++k) {
     auto [lo, hi] = unit(allocs, b[k], b[k + 1]);
     uint64_t total = 0, kept = 0;
@@ -329,8 +338,9 @@ double kept_share(const Allocs& allocs, const Replay& replay, const std::vector<
       if (freed == kNever || freed >= b[k + 1]) kept += requested;
     }
     if (total) shares.push_back(double(kept) / double(total));
+    bytes.push_back(kept);
   }
-  return median(shares);
+  return {median(shares), median(bytes)};
 }
 
 // The frames every repetition runs inside: per depth from the outermost, the
@@ -534,8 +544,15 @@ bool judge_repeat(const Context& ctx, const Allocs& allocs, const Replay& replay
     it.reason = NoIterations::OneBoundary;
     return false;
   }
-  it.kept_share = s.kept_share = kept_share(allocs, replay, b);
-  s.keeps_activations = s.kept_share > 0.5;
+  Kept kept = kept_share(allocs, replay, b);
+  it.kept_share = s.kept_share = kept.share;
+  // Kept bytes are activations piling up only if memory rises by them: blocks cut
+  // mid-step keep bytes past the next boundary that the block after frees.
+  std::vector<uint64_t> level = allocated_before(replay, b);
+  std::vector<double> steps;  // the median step: one-off work (optimizer state) does not count
+  for (size_t k = 1; k < level.size(); ++k) steps.push_back(double(level[k]) - double(level[k - 1]));
+  s.growth_bytes_per_repeat = median(steps);
+  s.keeps_activations = s.kept_share > 0.5 && s.growth_bytes_per_repeat * 2 >= double(kept.bytes);
   // A loop inside one step (the optimizer visiting each parameter) repeats too,
   // but only over part of the trace.
   if ((allocs.size() - rep.steady_from) * 10 < allocs.size() * 6) return as_structure(NoIterations::PartialRepeat);
@@ -598,10 +615,18 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
   }
   Allocs allocs(replay);
   it.allocations = allocs.size();
+  it.allocations_with_stack = allocs.with_stack();
   it.reason = NoIterations::Claimed;
   if (!options.marker.empty()) {
     marker_boundaries(ctx, d, options.marker, it);
   } else if (!annotation_boundaries(ctx.snap, d, it)) {
+    // Backward work, the optimizer and module calls are read from stacks, and a
+    // step's allocation sizes alone vary too much to delimit it: without stacks a
+    // repeat is neither named nor described.
+    if (allocs.with_stack() * 20 < allocs.size()) {
+      it.reason = NoIterations::NoStacks;
+      return result;
+    }
     std::optional<Repeat> rep = detect_repeat(allocs, replay, it);
     if (!rep) return result;
     it.boundaries = rep->boundaries;

@@ -68,7 +68,9 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
                      {"method", iteration_method(it)},
                      {"match_ratio", it.match_ratio},
                      {"boundaries", it.boundaries},
-                     {"evidence", evidence}};
+                     {"evidence", evidence},
+                     {"allocations", it.allocations},
+                     {"allocations_with_stack", it.allocations_with_stack}};
   d["iterations_evidence"] = evidence;
   if (const auto& s = a.structure)
     d["structure"] = {{"kind", structure_kind(*s, it)},
@@ -81,7 +83,8 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
                       {"keeps_activations", s->keeps_activations},
                       {"kept_share", s->kept_share},
                       {"kept_bytes", s->kept_bytes},
-                      {"backward_seen", s->backward_seen}};
+                      {"backward_seen", s->backward_seen},
+                      {"growth_bytes_per_repeat", s->growth_bytes_per_repeat}};
   else
     d["structure"] = nullptr;
   Json leaks = Json::array();

@@ -471,6 +471,12 @@ std::string iteration_evidence(const Iterations& it) {
     case NoIterations::FewAnnotations:
       return "the file annotates " + with_commas(it.annotations) +
              " optimizer step(s): too few to delimit whole iterations";
+    case NoIterations::NoStacks:
+      return "the trace was recorded without stacks (" + with_commas(it.allocations_with_stack) + " of " +
+             with_commas(it.allocations) +
+             " allocations carry one): the file cannot tell training steps from inference passes or from the "
+             "layers of one pass, so no repeat is named either (annotations in the file, or --iteration-marker "
+             "with an annotation's name, delimit iterations)";
     case NoIterations::MarkerNotFound:
       return "'" + it.name +
              "' opens fewer than two iterations in the trace (no annotation of that name and fewer "

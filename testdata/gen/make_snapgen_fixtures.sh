@@ -52,6 +52,10 @@ gen cpp.pickle              "${small[@]}" --scenario train --steps 3 --cpp-frame
 gen ring.pickle             "${small[@]}" --scenario leak --steps 12 --max-entries 200
 gen forward.pickle          --seed 1 --layers 24 --width 256 --batch 2 --seq 64 --scenario forward
 gen inference.pickle        --seed 1 --layers 12 --width 256 --batch 2 --seq 64 --scenario inference --steps 6
+# A trace recorded without stacks (context=None): the frames stripped afterwards.
+gen nostacks.pickle         "${small[@]}" --scenario train --steps 12
+"$PYTHON" "$repo/tests/bench/strip_frames.py" "$out/nostacks.pickle" "$out/nostacks.pickle"
+sed -i 's/^\(nostacks\.pickle\t.*\)$/\1 (then: tests\/bench\/strip_frames.py)/' "$manifest"
 gen train_gz.pickle.gz      "${small[@]}" --scenario train --steps 5
 gen train_zst.pickle        "${small[@]}" --scenario train --steps 5
 zstd -q -f --rm "$out/train_zst.pickle"

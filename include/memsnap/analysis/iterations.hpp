@@ -15,6 +15,19 @@
 // one step. It is reported as such, never called iterations, and never feeds the
 // growth or leak analyses.
 //
+// Two of those judgements need more than the repeat itself:
+//   - "keeps its activations" (layers of one pass) needs memory to pile up: a
+//     repetition keeps most of what it allocates past the next one's start *and*
+//     allocated memory at the boundaries rises by at least half that much per
+//     repetition. Blocks cut mid-step keep bytes past the next boundary that the
+//     block after frees; memory then stays level and they are not layers.
+//   - backward work, the optimizer and module calls are read from stacks. A trace
+//     recorded without stacks (fewer than 1 allocation in 20 carries one) cannot
+//     tell training steps from inference passes or from layers, and a step's
+//     allocation sizes alone vary too much to delimit it (snapgen's train scenario
+//     stripped of frames repeats every 61 allocations, not its 17): no repeat is
+//     looked for, only annotations or --iteration-marker delimit iterations.
+//
 // Finding the repeat. A step allocates from the same call sites in the same order
 // every time, so the sequence of allocation stacks is periodic. Candidate periods
 // are the gaps between consecutive allocations from the same stack; each candidate P
@@ -59,6 +72,7 @@ enum class NoIterations : uint8_t {
   OneBoundary,        // only one boundary in the trace
   FewAnnotations,     // the file annotates `annotations` steps: too few
   MarkerNotFound,     // --iteration-marker opens fewer than two iterations
+  NoStacks,           // the trace carries no stacks: steps, passes and layers look alike
 };
 
 struct Iterations {
@@ -74,12 +88,13 @@ struct Iterations {
   double growth_bytes_per_iteration = 0;
   double rising_share = 0;
   // Evidence of the repeat (TrainingLoop, InferenceLoop, and the reasons that concern a repeat).
-  uint64_t allocations = 0;         // allocation events in the trace
-  uint64_t period_allocations = 0;  // allocations per repetition
-  uint64_t steady_from = 0;         // allocation where the periodic part starts
-  double match_ratio = 0;           // share of allocation stacks that repeat one period later
-  double kept_share = 0;            // median share of a repetition's bytes kept until the next one
-  uint64_t annotations = 0;         // step annotations in the file (Annotation, FewAnnotations)
+  uint64_t allocations = 0;             // allocation events in the trace
+  uint64_t period_allocations = 0;      // allocations per repetition
+  uint64_t steady_from = 0;             // allocation where the periodic part starts
+  double match_ratio = 0;               // share of allocation stacks that repeat one period later
+  double kept_share = 0;                // median share of a repetition's bytes kept until the next one
+  uint64_t annotations = 0;             // step annotations in the file (Annotation, FewAnnotations)
+  uint64_t allocations_with_stack = 0;  // allocation events whose stack has frames
 
   bool found() const { return count > 0; }
 };
@@ -93,7 +108,8 @@ struct Structure {
   bool keeps_activations = false;            // each repetition keeps most of what it allocates
   bool backward_seen = false;                // any backward work in the trace
   double kept_share = 0;
-  uint64_t kept_bytes = 0;  // bytes the repetitions allocated that are still allocated at the dump
+  double growth_bytes_per_repeat = 0;  // allocated bytes at a boundary minus at the one before (median)
+  uint64_t kept_bytes = 0;             // bytes the repetitions allocated that are still allocated at the dump
 };
 
 struct IterationOptions {
