@@ -83,20 +83,22 @@ void totals_block(std::ostream& out, const analysis::DeviceAnalysis& d, const Te
     g.segments += p.segments, g.blocks += p.blocks, g.reserved += p.reserved_bytes;
     g.allocated += p.allocated_bytes, g.free += p.free_bytes;
   }
+  // Byte columns are one wider than the widest figure ("1023.99 MiB"), so that
+  // neighbours never touch; 80 columns in all.
   out << '\n'
-      << "  " << pad_right("pool", 7) << pad_right("stream", 16) << pad_left("segments", 9) << pad_left("blocks", 9)
-      << pad_left("reserved", 13) << pad_left("allocated", 13) << pad_left("free", 11) << '\n';
+      << "  " << pad_right("pool", 7) << pad_right("stream", 15) << pad_left("segments", 9) << pad_left("blocks", 9)
+      << pad_left("reserved", 13) << pad_left("allocated", 13) << pad_left("free", 12) << '\n';
   for (const auto& [key, g] : by) {
     std::string stream = detail::stream_name(key.second);
-    if (stream.size() > 15) stream = stream.substr(0, 14) + "~";
-    out << "  " << pad_right(snapshot::to_string(snapshot::Pool(key.first)), 7) << pad_right(stream, 16)
+    if (stream.size() > 14) stream = stream.substr(0, 13) + "~";
+    out << "  " << pad_right(snapshot::to_string(snapshot::Pool(key.first)), 7) << pad_right(stream, 15)
         << pad_left(with_commas(g.segments), 9) << pad_left(with_commas(g.blocks), 9)
         << pad_left(human_bytes(g.reserved), 13) << pad_left(human_bytes(g.allocated), 13)
-        << pad_left(human_bytes(g.free), 11) << '\n';
+        << pad_left(human_bytes(g.free), 12) << '\n';
   }
-  out << "  " << pad_right("total", 23) << pad_left(with_commas(a.segment_count), 9)
+  out << "  " << pad_right("total", 22) << pad_left(with_commas(a.segment_count), 9)
       << pad_left(with_commas(a.block_count), 9) << pad_left(human_bytes(a.reserved_bytes), 13)
-      << pad_left(human_bytes(a.allocated_bytes), 13) << pad_left(human_bytes(a.external_free_bytes), 11) << '\n';
+      << pad_left(human_bytes(a.allocated_bytes), 13) << pad_left(human_bytes(a.external_free_bytes), 12) << '\n';
 }
 
 }  // namespace

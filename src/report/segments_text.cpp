@@ -16,7 +16,7 @@ using detail::pad_right;
 
 namespace {
 
-constexpr size_t kSize = 11, kMinBar = 12;
+constexpr size_t kSize = 12, kMinBar = 12;   // one wider than "1023.99 MiB"
 constexpr char kGlyph[3] = {'#', '+', '.'};  // allocated, pending free, free
 constexpr const char* kColor[3] = {"\033[31m", "\033[33m", "\033[32m"};
 

@@ -89,14 +89,14 @@ void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {
     return;
   }
   out << "sites that keep allocations from iteration after iteration:\n";
-  size_t site_w = width - 4 - 11 - 11 - 8 - 2 - 16;
-  out << "    " << pad_right("site", site_w) << pad_left("per iter", 11) << pad_left("live now", 11)
+  size_t site_w = width - 4 - 13 - 12 - 8 - 2 - 16;  // figures one wider than "+1023.99 MiB"
+  out << "    " << pad_right("site", site_w) << pad_left("per iter", 13) << pad_left("live now", 12)
       << pad_left("kept", 8) << "  "
       << "pattern" << '\n';
   for (const auto& l : d.leaks) {
     std::string kept = std::to_string(l.iterations_retained) + "/" + std::to_string(l.iterations_judged);
     site_row(out, l.site, site_w,
-             pad_left(bytes_per_iter(l.growth_bytes_per_iteration), 11) + pad_left(human_bytes(l.live_bytes), 11) +
+             pad_left(bytes_per_iter(l.growth_bytes_per_iteration), 13) + pad_left(human_bytes(l.live_bytes), 12) +
                  pad_left(kept, 8) + "  " + to_string(l.pattern),
              width);
   }

@@ -1,9 +1,11 @@
 // The segment map (`memsnap segments`): order, bars to scale, --top accounting, JSON, on hand-built models.
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <sstream>
 
 #include "memsnap/analysis/analyze.hpp"
+#include "memsnap/report/analyze.hpp"
 #include "memsnap/report/segments.hpp"
 #include "support/device_builder.hpp"
 #include "support/testdata.hpp"
@@ -135,4 +137,31 @@ TEST_CASE("segments JSON: blocks tile each segment; accounting per segment; site
           s["free_bytes"]);
   }
   CHECK(r.json["devices"][0]["segments"][0]["blocks"][0]["site"] == "t.py:9:tiny");
+}
+
+TEST_CASE("tables with the widest byte figures: columns never touch, 80 columns") {
+  // "1020.00 MiB" and "1021.00 MiB" are the widest figures human_bytes writes: in
+  // 11-wide columns they ran together ("1020.00 MiB1021.00 MiB").
+  snapshot::Snapshot snap;
+  add_device(snap, {{0x100000000, Pool::Large, {alloc(1020 * MiB, "t.py:9:big"), free_(1021 * MiB)}},
+                    {0x200000000, Pool::Large, {free_(1022 * MiB)}}});
+  auto r = render(snap, 0, 80);
+  snapshot::InputInfo in;
+  in.path = "model.pickle";
+  analysis::Context ctx(snap);
+  auto result = analysis::analyze(ctx, {});
+  report::TextStyle style;
+  style.width = 80;
+  std::ostringstream analyzed;
+  report::write_analyze_text(analyzed, report::Source{in, ctx}, result, style);
+  for (const std::string& text : {r.text, analyzed.str()}) {
+    REQUIRE(text.find("1021.00 MiB") != std::string::npos);
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      CAPTURE(line);
+      CHECK(line.size() <= 80);
+      for (size_t i = 1; i < line.size(); ++i) CHECK_FALSE((line[i - 1] == 'B' && std::isdigit(line[i])));
+    }
+  }
 }
