@@ -46,11 +46,11 @@ void write_events_text(std::ostream& out, const Source& src, const std::vector<a
       index_w = std::max(index_w, with_commas(r.index).size());
     }
     index_w += 2;
-    const size_t fixed = 2 + index_w + 10 + 15 + 11 + 2 + 16 + (streams ? 8 : 0) + 10 + 2;
+    const size_t fixed = 2 + index_w + 10 + 15 + 11 + 2 + 16 + (streams ? 8 : 0) + 12 + 2;
     const bool same_line = width >= fixed + 24;
     out << "  " << pad_right("event", index_w) << pad_right("time", 10) << pad_right("action", 15)
         << pad_left("size", 11) << "  " << pad_right("address", 16) << (streams ? pad_right("stream", 8) : "")
-        << pad_left("allocated", 10) << (same_line ? "  site" : "") << '\n';
+        << pad_left("allocated", 12) << (same_line ? "  site" : "") << '\n';
     const size_t indent = same_line ? fixed : 4 + index_w;
     for (const auto& r : d.rows) {
       bool mark = d.center && r.index == *d.center;
@@ -62,7 +62,7 @@ void write_events_text(std::ostream& out, const Source& src, const std::vector<a
       out << (mark ? "> " : "  ") << pad_right(with_commas(r.index), index_w) << pad_right(time, 10)
           << pad_right(detail::term(r.action_name, 14), 15) << pad_left(human_bytes(r.size), 11) << "  "
           << pad_right(where, 16) << (streams ? pad_right(stream, 8) : "")
-          << pad_left(human_bytes(r.allocated_after), 10);
+          << pad_left(human_bytes(r.allocated_after), 12);  // "1023.99 MiB" and a space
       std::string site = detail::term(r.site.empty() ? "-" : r.site, 512);
       size_t room = width > indent + 8 ? width - indent : 8;
       if (detail::display_width(site) > room) site = detail::shorten_left(site, room);
