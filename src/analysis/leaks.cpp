@@ -114,7 +114,7 @@ LeakResult find_leaks(const Context& ctx, const snapshot::Device& d, const Repla
   LeakResult out;
   const auto& bounds = it.boundaries;
   if (it.count >= 4) out.growing = growing_sites(ctx, replay, bounds);
-  if (it.count < 5) return out;
+  if (!leaks_judged(it)) return out;
   const size_t judged = bounds.size() - 1;  // iterations 0 .. K-2; the last may be incomplete
 
   std::vector<Retained> kept = retained(ctx, replay, bounds, judged);

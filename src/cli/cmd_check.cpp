@@ -183,8 +183,34 @@ void check_device(const std::string& file, const analysis::DeviceAnalysis& d, co
     out.push_back(std::move(l));
   }
   size("max-stranded", t.stranded_bytes, "devices[].fragmentation.stranded_bytes");
-  if (limits.no_leaks) out.push_back(count_line(file, d.device, "no-leaks", d.leaks.size(), "devices[].leaks"));
-  if (limits.no_oom) out.push_back(count_line(file, d.device, "no-oom", d.ooms.total, "devices[].oom_events"));
+  // A check the file cannot answer is not judged, never passed: no leak can be seen
+  // without iterations to compare, no OOM without a trace.
+  auto not_judged = [&](const char* check, std::string why, const char* what) {
+    report::CheckLine l = count_line(file, d.device, check, 0, what);
+    l.status = report::CheckStatus::Skip;
+    l.figure = nullptr;  // no figure: 0 would read as a pass
+    l.figure_text.clear();
+    l.message = std::move(why);
+    out.push_back(std::move(l));
+  };
+  if (limits.no_leaks) {
+    if (analysis::leaks_judged(d.iterations))
+      out.push_back(count_line(file, d.device, "no-leaks", d.leaks.size(), "devices[].leaks"));
+    else
+      not_judged("no-leaks",
+                 "not judged: leaks are judged over " + std::to_string(analysis::kLeakMinIterations) +
+                     " iterations or more, and " +
+                     (d.iterations.count ? std::to_string(d.iterations.count) + " were found"
+                                         : "none were found: " + report::iteration_evidence(d.iterations)),
+                 "devices[].iterations");
+  }
+  if (limits.no_oom) {
+    if (d.trace.entries)
+      out.push_back(count_line(file, d.device, "no-oom", d.ooms.total, "devices[].oom_events"));
+    else
+      not_judged("no-oom", "not judged: the device has no trace, and OOM events are recorded only there",
+                 "devices[].trace.entries");
+  }
 }
 
 struct FileChecks {
@@ -222,7 +248,7 @@ FileChecks check_file(const std::string& path, const CommonOptions& common, cons
 void add_check(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd =
-      app.add_subcommand("check", "Limits for CI: PASS or FAIL per check, file and device; exit 1 on a failure");
+      app.add_subcommand("check", "Limits for CI: PASS/FAIL/SKIP per check, file and device; exit 1 on a failure");
   add_files_option(*cmd, args->files);
   auto size_opt = [&](const char* name, const char* what) {
     args->sizes[name] = "";
@@ -237,8 +263,10 @@ void add_check(CLI::App& app) {
                   "exceeds F, from 0 to 1")
       ->option_text("F");
   size_opt("max-stranded", "Fail when free memory stranded by live allocations exceeds SIZE");
-  cmd->add_flag("--no-leaks", args->no_leaks, "Fail when a site leaks across iterations");
-  cmd->add_flag("--no-oom", args->no_oom, "Fail when the snapshot records an out-of-memory event");
+  cmd->add_flag("--no-leaks", args->no_leaks,
+                "Fail when a site leaks across iterations (SKIP with fewer than 5 iterations found)");
+  cmd->add_flag("--no-oom", args->no_oom,
+                "Fail when the snapshot records an out-of-memory event (SKIP on a device without a trace)");
   cmd->add_option("--config", args->config,
                   "Limits from a JSON object whose keys are these options without dashes, e.g. "
                   "{\"max-reserved\": \"20GiB\", \"no-leaks\": true}; the command line overrides it")

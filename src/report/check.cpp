@@ -16,6 +16,7 @@ const char* to_string(CheckStatus s) {
     case CheckStatus::Pass: return "PASS";
     case CheckStatus::Fail: return "FAIL";
     case CheckStatus::Error: return "ERROR";
+    case CheckStatus::Skip: return "SKIP";
   }
   return "?";
 }
@@ -30,6 +31,8 @@ CheckTotals check_totals(const std::vector<CheckLine>& lines) {
     ++t.checks;
     if (l.status == CheckStatus::Pass)
       ++t.passed;
+    else if (l.status == CheckStatus::Skip)
+      ++t.skipped;
     else
       ++t.failed;
   }
@@ -64,13 +67,16 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
           << detail::wrap_block(detail::term(l.message, 1000), width, 6);
       continue;
     }
-    bool pass = l.status == CheckStatus::Pass;
+    bool skip = l.status == CheckStatus::Skip;
+    const char* op = skip ? "  " : l.status == CheckStatus::Pass ? "<=" : "> ";
     out << pad_right(to_string(l.status), kStatus) << ' ' << pad_right(short_name(l.check), kCheck) << ' '
-        << pad_left(l.figure_text, kNum) << ' ' << (pass ? "<=" : "> ") << ' ' << pad_right(l.limit_text, kNum) << ' '
-        << pad_right(device_text(l.device), kDev) << ' ' << detail::display_path(l.file, name_w) << '\n';
+        << pad_left(skip ? "-" : l.figure_text, kNum) << ' ' << op << ' ' << pad_right(skip ? "" : l.limit_text, kNum)
+        << ' ' << pad_right(device_text(l.device), kDev) << ' ' << detail::display_path(l.file, name_w) << '\n';
+    if (skip) out << detail::wrap_block(detail::term(l.message, 1000), width, 6);
   }
   CheckTotals t = check_totals(lines);
   out << t.checks << (t.checks == 1 ? " check: " : " checks: ") << t.passed << " passed, " << t.failed << " failed";
+  if (t.skipped) out << ", " << t.skipped << " not judged";
   if (t.errors) out << ", " << t.errors << (t.errors == 1 ? " file unreadable" : " files unreadable");
   out << '\n';
 }
@@ -83,22 +89,27 @@ void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, co
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
   doc["status"] = t.errors ? "error" : t.failed ? "fail" : "pass";
   doc["limits"] = limits;
-  doc["summary"] = {{"checks", t.checks}, {"passed", t.passed}, {"failed", t.failed}, {"errors", t.errors}};
+  doc["summary"] = {
+      {"checks", t.checks}, {"passed", t.passed}, {"failed", t.failed}, {"errors", t.errors}, {"skipped", t.skipped}};
   Json results = Json::array(), errors = Json::array();
   for (const auto& l : lines) {
     if (l.status == CheckStatus::Error) {
       errors.push_back({{"file", l.file}, {"message", l.message}});
       continue;
     }
-    results.push_back({{"file", l.file},
-                       {"device", detail::opt(l.device)},
-                       {"check", l.check},
-                       {"status", l.status == CheckStatus::Pass ? "pass" : "fail"},
-                       {"figure", l.figure},
-                       {"limit", l.limit},
-                       {"figure_text", l.figure_text},
-                       {"limit_text", l.limit_text},
-                       {"field", l.what}});
+    Json r = {{"file", l.file},
+              {"device", detail::opt(l.device)},
+              {"check", l.check},
+              {"status", l.status == CheckStatus::Pass   ? "pass"
+                         : l.status == CheckStatus::Skip ? "skip"
+                                                         : "fail"},
+              {"figure", l.figure},
+              {"limit", l.limit},
+              {"figure_text", l.figure_text},
+              {"limit_text", l.limit_text},
+              {"field", l.what}};
+    if (l.status == CheckStatus::Skip) r["reason"] = l.message;
+    results.push_back(std::move(r));
   }
   doc["results"] = std::move(results);
   doc["errors"] = std::move(errors);
@@ -125,17 +136,18 @@ void write_check_junit(std::ostream& out, const std::vector<CheckLine>& lines) {
   CheckTotals all = check_totals(lines);
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << "<testsuites name=\"memsnap check\" tests=\"" << all.checks + all.errors << "\" failures=\"" << all.failed
-      << "\" errors=\"" << all.errors << "\">\n";
+      << "\" errors=\"" << all.errors << "\" skipped=\"" << all.skipped << "\">\n";
   for (const auto& file : order) {
     const auto& ls = by_file[file];
-    size_t tests = ls.size(), failures = 0, errors = 0;
+    size_t tests = ls.size(), failures = 0, errors = 0, skipped = 0;
     for (const auto* l : ls) {
       failures += l->status == CheckStatus::Fail;
       errors += l->status == CheckStatus::Error;
+      skipped += l->status == CheckStatus::Skip;
     }
     std::string f = xml_text(file);
     out << "  <testsuite name=\"" << f << "\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\""
-        << errors << "\" skipped=\"0\">\n";
+        << errors << "\" skipped=\"" << skipped << "\">\n";
     for (const auto* l : ls) {
       if (l->status == CheckStatus::Error) {
         out << "    <testcase name=\"load\" classname=\"" << f << "\">\n      <error message=\"" << xml_text(l->message)
@@ -146,6 +158,10 @@ void write_check_junit(std::ostream& out, const std::vector<CheckLine>& lines) {
       out << "    <testcase name=\"" << xml_text(name) << "\" classname=\"" << f << "\"";
       if (l->status == CheckStatus::Pass) {
         out << "/>\n";
+        continue;
+      }
+      if (l->status == CheckStatus::Skip) {
+        out << ">\n      <skipped message=\"" << xml_text(l->message) << "\"/>\n    </testcase>\n";
         continue;
       }
       std::string msg = l->check + ": " + l->figure_text + " > limit " + l->limit_text +

@@ -82,7 +82,7 @@ void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) 
 
 void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {
   const auto& it = d.iterations;
-  if (it.count < 5) return;
+  if (!analysis::leaks_judged(it)) return;
   out << head("leaks");
   if (d.leaks.empty()) {
     out << "none: no site keeps allocations from iteration after iteration\n";

@@ -486,3 +486,11 @@ std::string iteration_evidence(const Iterations& it) {
 }
 
 }  // namespace memsnap::report::detail
+
+namespace memsnap::report {
+
+std::string iteration_evidence(const analysis::Iterations& it) {
+  return detail::iteration_evidence(it);
+}
+
+}  // namespace memsnap::report

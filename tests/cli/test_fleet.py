@@ -29,7 +29,7 @@ def save(path, text):
     return path
 
 
-def junit_valid(name, path, want_cases, want_failures, want_errors):
+def junit_valid(name, path, want_cases, want_failures, want_errors, want_skipped=0):
     """The common JUnit schema's required structure: testsuites > testsuite(name, tests, failures, errors)
     > testcase(name, classname) with at most one failure/error child carrying a message."""
     try:
@@ -38,12 +38,12 @@ def junit_valid(name, path, want_cases, want_failures, want_errors):
         check(name + ": well-formed XML", False, str(e))
         return None
     check(name + ": root", root.tag == "testsuites", root.tag)
-    cases = failures = errors = 0
+    cases = failures = errors = skipped = 0
     for suite in root:
         check(name + ": testsuite", suite.tag == "testsuite", suite.tag)
         for attr in ("name", "tests", "failures", "errors"):
             check(name + ": testsuite@" + attr, attr in suite.attrib, suite.attrib)
-        n_f = n_e = 0
+        n_f = n_e = n_s = 0
         tc = list(suite)
         check(name + ": tests count", int(suite.get("tests", -1)) == len(tc), suite.attrib)
         for case in tc:
@@ -53,18 +53,23 @@ def junit_valid(name, path, want_cases, want_failures, want_errors):
             kids = list(case)
             check(name + ": at most one child", len(kids) <= 1, kids)
             for k in kids:
-                check(name + ": child", k.tag in ("failure", "error"), k.tag)
+                check(name + ": child", k.tag in ("failure", "error", "skipped"), k.tag)
                 check(name + ": message", k.get("message"), k.attrib)
                 n_f += k.tag == "failure"
                 n_e += k.tag == "error"
+                n_s += k.tag == "skipped"
         check(name + ": failures count", int(suite.get("failures", -1)) == n_f, suite.attrib)
         check(name + ": errors count", int(suite.get("errors", -1)) == n_e, suite.attrib)
+        check(name + ": skipped count", int(suite.get("skipped", -1)) == n_s, suite.attrib)
         cases += len(tc)
         failures += n_f
         errors += n_e
+        skipped += n_s
     check(name + ": testcases", cases == want_cases, "%d, want %d" % (cases, want_cases))
     check(name + ": failures", failures == want_failures, "%d, want %d" % (failures, want_failures))
     check(name + ": errors", errors == want_errors, "%d, want %d" % (errors, want_errors))
+    check(name + ": skipped", skipped == want_skipped, "%d, want %d" % (skipped, want_skipped))
+    check(name + ": testsuites@skipped", int(root.get("skipped", -1)) == skipped, root.attrib)
     return root
 
 
@@ -210,25 +215,51 @@ try:
                         "--max-fragmentation", "0.99", "--max-stranded", "1GiB", "--max-allocated", "1GiB",
                         "--no-leaks", "--no-oom", big])
     j = json.loads(out)
-    check("check json", rc == 1 and j["status"] == "fail" and j["summary"] == {"checks": 7, "passed": 6, "failed": 1,
-                                                                             "errors": 0}, j.get("summary"))
+    an = json.loads(run(["analyze", "--format", "json", big])[1])["devices"][0]
+    # Leaks are judged over 5 iterations or more; with fewer the check is not judged (skip), never passed.
+    judged = an["iterations"]["count"] >= 5
+    check("check json", rc == 1 and j["status"] == "fail" and
+          j["summary"] == {"checks": 7, "passed": 5 + judged, "failed": 1, "errors": 0, "skipped": 1 - judged},
+          j.get("summary"))
+    leaks_row = [r for r in j["results"] if r["check"] == "no-leaks"]
+    check("check json: no-leaks judged only with 5 iterations",
+          len(leaks_row) == 1 and leaks_row[0]["status"] == ("pass" if judged else "skip") and
+          (judged or (leaks_row[0]["figure"] is None and "not judged" in leaks_row[0]["reason"])), leaks_row)
     fails = [r for r in j["results"] if r["status"] == "fail"]
     check("check json: the failure", len(fails) == 1 and fails[0]["check"] == "max-peak" and
           fails[0]["figure"] == peak_big and fails[0]["limit"] == peak_big - 1, fails)
     check("check json: limits", j["limits"]["max-reserved"] == 1 << 30 and j["limits"]["no-leaks"] is True)
     # figures are analyze's figures
-    an = json.loads(run(["analyze", "--format", "json", big])[1])["devices"][0]
     by = {r["check"]: r["figure"] for r in j["results"]}
     check("check figures == analyze", by["max-reserved"] == an["totals"]["reserved_bytes"] and
           by["max-allocated"] == an["totals"]["allocated_bytes"] and
           by["max-stranded"] == an["fragmentation"]["stranded_bytes"] and
           by["max-fragmentation"] == max([p["fragmentation"] for p in an["fragmentation"]["pools"]] + [0]) and
-          by["no-leaks"] == len(an["leaks"]) and by["no-oom"] == an["oom_events"], (by, an["totals"]))
+          by["no-leaks"] == (len(an["leaks"]) if judged else None) and by["no-oom"] == an["oom_events"],
+          (by, an["totals"]))
     # OOM and leaks from the shipped fixtures
     rc, out, err = run(["check", "--no-oom", "--no-leaks", snap("frag.pickle"), snap("leak.pickle")])
     check("check: frag has an OOM", rc == 1 and any(l.startswith("FAIL  oom") and "frag.pickle" in l
                                                     for l in out.split("\n")), out)
     check("check: leak leaks", any(l.startswith("FAIL  leaks") and "leak.pickle" in l for l in out.split("\n")), out)
+    # A check the file cannot answer is SKIP with its reason, never PASS: nostacks.pickle
+    # (a trace without stacks: no iterations, so no leak can be judged) and list.pickle (no
+    # trace: no OOM event can be seen). Neither fails the run.
+    rc, out, err = run(["check", "--no-oom", "--no-leaks", snap("nostacks.pickle"), snap("list.pickle")])
+    lines = out.split("\n")
+    check("check: not judged is not a failure", rc == 0 and err == "", "%d %r" % (rc, err))
+    check("check: no stacks, leaks SKIP", any(l.startswith("SKIP  leaks") and "nostacks.pickle" in l for l in lines)
+          and "recorded without stacks" in " ".join(out.split()), out)
+    check("check: no trace, oom SKIP", any(l.startswith("SKIP  oom") and "list.pickle" in l for l in lines) and
+          "OOM events are recorded only" in " ".join(out.split()), out)
+    check("check: no stacks, oom judged", any(l.startswith("PASS  oom") and "nostacks.pickle" in l for l in lines),
+          out)
+    check("check: skipped counted", "4 checks: 1 passed, 0 failed, 3 not judged" in out, out)
+    check("check: 80 columns when skipped", all(len(l) <= 80 for l in lines), lines)
+    xml_skip = os.path.join(tmp, "skip.xml")
+    rc, out, err = run(["check", "--no-oom", "--no-leaks", "--junit", xml_skip, snap("nostacks.pickle"),
+                        snap("list.pickle")])
+    junit_valid("junit skipped", xml_skip, want_cases=4, want_failures=0, want_errors=0, want_skipped=3)
     # an unreadable file: an ERROR line, the others checked, exit 2 (it outranks a failure)
     rc, out, err = run(["check", "-j", "2", "--max-peak", limit, small, bad, big])
     check("check: input error exit 2", rc == 2, "%d %r" % (rc, err))

@@ -24,6 +24,12 @@
 
 namespace memsnap::analysis {
 
+/// Leaks are judged over this many iterations or more (fewer say nothing either way).
+inline constexpr uint64_t kLeakMinIterations = 5;
+inline bool leaks_judged(const Iterations& it) {
+  return it.count >= kLeakMinIterations;
+}
+
 enum class LeakPattern : uint8_t { AutogradHistory, TensorList, Unclassified };
 /// The stable JSON string: "autograd_history", "tensor_list", "unclassified".
 const char* to_string(LeakPattern p);

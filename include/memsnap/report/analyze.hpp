@@ -22,6 +22,8 @@ struct Source {
 
 void write_analyze_text(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result,
                         const TextStyle& style);
+/// One line: how the device's iterations were found, or why none were (as in the report).
+std::string iteration_evidence(const analysis::Iterations& it);
 /// One JSON document (schema_version 1), newline-terminated.
 void write_analyze_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result);
 

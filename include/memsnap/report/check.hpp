@@ -12,11 +12,15 @@
 
 namespace memsnap::report {
 
-enum class CheckStatus { Pass, Fail, Error };
-const char* to_string(CheckStatus s);  // "PASS", "FAIL", "ERROR"
+/// Skip: the file cannot answer the check (no leaks can be judged without five
+/// iterations, no OOM seen without a trace). It is shown, counted and reported to JUnit
+/// as skipped, and fails nothing: a gate that could not look never says PASS.
+enum class CheckStatus { Pass, Fail, Error, Skip };
+const char* to_string(CheckStatus s);  // "PASS", "FAIL", "ERROR", "SKIP"
 
 /// One check of one file and device (or a file that could not be read: status Error,
-/// `check` empty, `message` the one-line error).
+/// `check` empty, `message` the one-line error; or a check the file cannot answer:
+/// status Skip, `message` why).
 struct CheckLine {
   std::string file;
   std::optional<int> device;
@@ -27,11 +31,11 @@ struct CheckLine {
   std::string figure_text;  // "86.00 MiB", "0.412", "3"
   std::string limit_text;
   std::string what;     // the analyze JSON field the figure is, or a note
-  std::string message;  // Error: why the file could not be read
+  std::string message;  // Error: why the file could not be read; Skip: why the check cannot be judged
 };
 
 struct CheckTotals {
-  size_t checks = 0, passed = 0, failed = 0, errors = 0;
+  size_t checks = 0, passed = 0, failed = 0, errors = 0, skipped = 0;  // checks counts skipped ones
 };
 CheckTotals check_totals(const std::vector<CheckLine>& lines);
 
