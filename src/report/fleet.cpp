@@ -7,6 +7,7 @@
 #include <string>
 
 #include "json_util.hpp"
+#include "memsnap/analysis/leaks.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "text_util.hpp"
@@ -75,6 +76,10 @@ FleetRow row_from_summary(const Json& r, const std::string& where) {
   row.peak_allocated_bytes = get_opt_u64(r, "peak_allocated_bytes", where);
   row.oom_events = get_u64(r, "oom_events", where);
   row.leaks = get_u64(r, "leaks", where);
+  if (auto j = r.find("leaks_judged"); j != r.end()) {  // absent from merges before it existed
+    if (!j->is_boolean()) bad(where + ".leaks_judged: not a boolean");
+    row.leaks_judged = j->get<bool>();
+  }
   return row;
 }
 
@@ -88,6 +93,7 @@ Json row_json(const FleetRow& r) {
           {"leaks", r.leaks},
           {"oom", r.oom_events > 0},
           {"leaking", r.leaks > 0},
+          {"leaks_judged", r.leaks_judged},
           {"outlier", r.outlier}};
 }
 
@@ -129,6 +135,7 @@ FleetRow fleet_row(const FleetJson& doc, const std::string& file) {
   if (!doc.is_object()) bad("not a JSON object");
   FleetRow row;
   row.file = file;
+  uint64_t traced_devices = 0, judged_devices = 0;
   const Json& devices = get_array(doc, "devices", "document");
   for (size_t i = 0; i < devices.size(); ++i) {
     const Json& d = devices[i];
@@ -147,7 +154,17 @@ FleetRow fleet_row(const FleetJson& doc, const std::string& file) {
     if (auto o = d.find("oom_events"); o != d.end())
       row.oom_events = sat_add(row.oom_events, get_u64(d, "oom_events", where));
     if (auto l = d.find("leaks"); l != d.end()) row.leaks += get_array(d, "leaks", where).size();
+    // A device with a trace judges leaks only over enough iterations (fields absent: judged, as before).
+    auto trace = d.find("trace"), its = d.find("iterations");
+    if (trace != d.end() && trace->is_object() && its != d.end() && its->is_object()) {
+      bool traced = get_u64(*trace, "entries", where + ".trace") > 0;
+      traced_devices += traced;
+      judged_devices += traced && get_u64(*its, "count", where + ".iterations") >= analysis::kLeakMinIterations;
+    } else {
+      ++traced_devices, ++judged_devices;
+    }
   }
+  row.leaks_judged = row.leaks > 0 || (traced_devices > 0 && judged_devices == traced_devices);
   return row;
 }
 
@@ -195,7 +212,7 @@ void finish_fleet(Fleet& fleet, bool sort_files) {
   auto by_row = [](const FleetRow& a, const FleetRow& b) {
     auto key = [](const FleetRow& r) {
       return std::tie(r.file, r.devices, r.reserved_bytes, r.allocated_bytes, r.peak_allocated_bytes, r.oom_events,
-                      r.leaks);
+                      r.leaks, r.leaks_judged);
     };
     return key(a) < key(b);
   };
@@ -221,8 +238,9 @@ void finish_fleet(Fleet& fleet, bool sort_files) {
 
 FleetJson fleet_summary_json(const Fleet& fleet) {
   uint64_t devices = 0, reserved = 0, allocated = 0, peak_sum = 0, peak_max = 0, ooms = 0, leaks = 0;
-  uint64_t oom_files = 0, leak_files = 0, outliers = 0;
+  uint64_t oom_files = 0, leak_files = 0, outliers = 0, unjudged = 0;
   for (const auto& r : fleet.rows) {
+    unjudged += !r.leaks_judged;
     devices = sat_add(devices, r.devices);
     reserved = sat_add(reserved, r.reserved_bytes);
     allocated = sat_add(allocated, r.allocated_bytes);
@@ -249,6 +267,7 @@ FleetJson fleet_summary_json(const Fleet& fleet) {
                  {"leaks", leaks},
                  {"files_with_oom", oom_files},
                  {"files_with_leaks", leak_files},
+                 {"files_leaks_not_judged", unjudged},
                  {"outliers", outliers},
                  {"errors", fleet.errors.size()}};
   j["median_peak_allocated_bytes"] = median_peak(fleet.rows);
@@ -293,8 +312,9 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
   size_t width = size_t(std::max(style.width, 60));
   constexpr size_t kNum = 11, kFlag = 4;
   size_t name_w = width - 2 - 1 - 3 * (kNum + 1) - 2 * (kFlag + 1);  // mark, file, 3 sizes, OOM, leaks
-  uint64_t oom_files = 0, leak_files = 0, outliers = 0, devices = 0, reserved = 0, allocated = 0;
+  uint64_t oom_files = 0, leak_files = 0, outliers = 0, devices = 0, reserved = 0, allocated = 0, unjudged = 0;
   for (const auto& r : fleet.rows) {
+    unjudged += !r.leaks_judged;
     oom_files += r.oom_events > 0;
     leak_files += r.leaks > 0;
     outliers += r.outlier;
@@ -305,8 +325,9 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
   double median = median_peak(fleet.rows);
   out << "memsnap " << kVersion << "  fleet of " << fleet.rows.size() << (fleet.rows.size() == 1 ? " file" : " files")
       << ", " << devices << (devices == 1 ? " device" : " devices") << '\n';
-  out << "  " << oom_files << " with an OOM, " << leak_files << " leaking, " << outliers
-      << (outliers == 1 ? " outlier" : " outliers");
+  out << "  " << oom_files << " with an OOM, " << leak_files << " leaking, ";
+  if (unjudged) out << unjudged << " not judged for leaks, ";
+  out << outliers << (outliers == 1 ? " outlier" : " outliers");
   if (!fleet.errors.empty()) out << ", " << fleet.errors.size() << " unreadable";
   out << '\n';
   out << "  total reserved " << human_bytes(reserved) << ", allocated " << human_bytes(allocated) << ", median peak "
@@ -323,7 +344,8 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
     out << (r->outlier ? "! " : "  ") << pad_right(detail::display_path(r->file, name_w), name_w) << ' '
         << pad_left(human_bytes(r->reserved_bytes), kNum) << ' ' << pad_left(human_bytes(r->allocated_bytes), kNum)
         << ' ' << pad_left(r->peak_allocated_bytes ? human_bytes(*r->peak_allocated_bytes) : "-", kNum) << ' '
-        << pad_left(count(r->oom_events), kFlag) << ' ' << pad_left(count(r->leaks), kFlag) << '\n';
+        << pad_left(count(r->oom_events), kFlag) << ' ' << pad_left(r->leaks_judged ? count(r->leaks) : "?", kFlag)
+        << '\n';
   }
   for (const auto& e : fleet.errors)
     out << "  ERROR " << detail::display_path(e.file, width - 8) << '\n'
@@ -333,8 +355,8 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
       "Rows marked ! are outliers: a peak (allocated at the dump for a file without a trace) above 1.5 x the "
       "median peak of the files (" +
           human_bytes(uint64_t(median)) +
-          "). OOM: OOM events; leak: sites leaking "
-          "across iterations.",
+          "). OOM: OOM events; leak: sites leaking across iterations (?: not judged, fewer than " +
+          std::to_string(analysis::kLeakMinIterations) + " iterations found in the file's trace).",
       width, 0);
 }
 

@@ -182,6 +182,26 @@ try:
           == fleet_part(merge(singles[:2])))
     text = merge([a, b, c], fmt="text")
     check("merge text", "fleet of 64 files" in text and all(len(l) <= 80 for l in text.split("\n")), text[:200])
+    # leaks: a file whose trace has fewer than 5 iterations (nostacks.pickle: none) is "not judged"
+    # ("?"), never counted as leak-free; a leaking one (leak.pickle) is judged; the flag survives a
+    # merge of merges.
+    judged_in = []
+    for name in ("nostacks.pickle", "leak.pickle"):
+        rc, out, err = run(["analyze", "--format", "json", snap(name)])
+        its = json.loads(out)["devices"][0]["iterations"]["count"]
+        judged_in.append(save(os.path.join(tmp, name + ".json"), out))
+        check("iterations of " + name, (its >= 5) == (name == "leak.pickle"), its)
+    m = merge(judged_in)
+    jrows = {os.path.basename(r["file"]): r for r in m["fleet"]["rows"]}
+    check("merge: leaks not judged without iterations", jrows["nostacks.pickle"]["leaks_judged"] is False and
+          jrows["nostacks.pickle"]["leaks"] == 0 and jrows["leak.pickle"]["leaks_judged"] is True and
+          m["fleet"]["totals"]["files_leaks_not_judged"] == 1, jrows)
+    mm = save(os.path.join(tmp, "judged.json"), json.dumps(m))
+    check("merge of a merge keeps leaks_judged", fleet_part(merge([mm])) == fleet_part(m))
+    text = merge(judged_in, fmt="text")
+    nostacks_line = [l for l in text.split("\n") if "nostacks.pickle" in l]
+    check("merge text: ? for not judged", len(nostacks_line) == 1 and nostacks_line[0].endswith("?") and
+          "1 leaking, 1 not judged for leaks" in text, text)
     # bad input: one line naming the file and what was wrong, exit 2
     nj = save(os.path.join(tmp, "bad.json"), "{\"schema_version\": 1, ")
     rc, out, err = run(["merge", a, nj])

@@ -36,6 +36,9 @@ struct FleetRow {
   std::optional<uint64_t> peak_allocated_bytes;
   uint64_t oom_events = 0;
   uint64_t leaks = 0;
+  /// Whether "no leak" is a finding: every device with a trace had the iterations leaks
+  /// are judged over (analysis::kLeakMinIterations), or a leak was found.
+  bool leaks_judged = true;
   bool outlier = false;  // set by finish_fleet
 
   /// The figure outliers are judged by: the peak, else allocated at the dump.
