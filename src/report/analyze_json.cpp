@@ -101,6 +101,7 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
                      {"iterations_judged", l.iterations_judged},
                      {"pattern", analysis::to_string(l.pattern)}});
   d["leaks"] = std::move(leaks);
+  d["leaks_judged"] = analysis::leaks_judged(it);  // false: an empty list says nothing (fewer than 5 iterations)
   Json growing = Json::array();
   for (const auto& g : a.growing)
     growing.push_back({{"site", g.site},

@@ -400,6 +400,11 @@ TEST_CASE("a trace recorded without stacks: no iterations, no structure, no laye
   CHECK(a.device.iterations.allocations > 0);
   CHECK_FALSE(a.device.structure.has_value());
   CHECK(a.device.leaks.empty());
+  // The JSON says the empty leak list is no verdict; the leak fixture's (12 iterations) is one.
+  CHECK(test::analyze_json(a.loaded.snapshot)["devices"][0]["leaks_judged"] == false);
+  auto leaky = analyze_file(test::testdata("snapgen/leak.pickle"));
+  REQUIRE(leaky.device.iterations.count >= analysis::kLeakMinIterations);
+  CHECK(test::analyze_json(leaky.loaded.snapshot)["devices"][0]["leaks_judged"] == true);
   for (const char* name : {"train", "forward", "inference", "leak"}) {
     CAPTURE(name);
     auto loaded = snapshot::load_snapshot(test::testdata(std::string("snapgen/") + name + ".pickle").string());
