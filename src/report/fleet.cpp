@@ -154,12 +154,14 @@ FleetRow fleet_row(const FleetJson& doc, const std::string& file) {
     if (auto o = d.find("oom_events"); o != d.end())
       row.oom_events = sat_add(row.oom_events, get_u64(d, "oom_events", where));
     if (auto l = d.find("leaks"); l != d.end()) row.leaks += get_array(d, "leaks", where).size();
-    // A device with a trace judges leaks only over enough iterations (fields absent: judged, as before).
-    auto trace = d.find("trace"), its = d.find("iterations");
-    if (trace != d.end() && trace->is_object() && its != d.end() && its->is_object()) {
+    // The devices with a trace must all have judged leaks (analyze's leaks_judged; a
+    // document without it, from before it existed, reads as judged, as it was shown).
+    auto trace = d.find("trace"), judged = d.find("leaks_judged");
+    if (trace != d.end() && trace->is_object() && judged != d.end()) {
+      if (!judged->is_boolean()) bad(where + ".leaks_judged: not a boolean");
       bool traced = get_u64(*trace, "entries", where + ".trace") > 0;
       traced_devices += traced;
-      judged_devices += traced && get_u64(*its, "count", where + ".iterations") >= analysis::kLeakMinIterations;
+      judged_devices += traced && judged->get<bool>();
     } else {
       ++traced_devices, ++judged_devices;
     }
