@@ -529,9 +529,10 @@ bool spans_the_trace(const Allocs& allocs, const Repeat& rep) {
 }
 
 // Whether the repetitions are whole steps (see the header); fills the reason and
-// the structure when they are not.
+// the structure when they are not, and `level` with the allocated bytes before each
+// boundary (the growth figures reuse it when the repetitions are iterations).
 bool judge_repeat(const Context& ctx, const Allocs& allocs, const Replay& replay, const Repeat& rep, Iterations& it,
-                  std::optional<Structure>& structure) {
+                  std::optional<Structure>& structure, std::vector<uint64_t>& level) {
   const auto& b = rep.boundaries;
   std::vector<snapshot::FrameId> chain;
   Structure s = describe(ctx, allocs, replay, rep, chain);
@@ -548,7 +549,7 @@ bool judge_repeat(const Context& ctx, const Allocs& allocs, const Replay& replay
   it.kept_share = s.kept_share = kept.share;
   // Kept bytes are activations piling up only if memory rises by them: blocks cut
   // mid-step keep bytes past the next boundary that the block after frees.
-  std::vector<uint64_t> level = allocated_before(replay, b);
+  level = allocated_before(replay, b);
   std::vector<double> steps;  // the median step: one-off work (optimizer state) does not count
   for (size_t k = 1; k < level.size(); ++k) steps.push_back(double(level[k]) - double(level[k - 1]));
   s.growth_bytes_per_repeat = median(steps);
@@ -617,6 +618,7 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
   it.allocations = allocs.size();
   it.allocations_with_stack = allocs.with_stack();
   it.reason = NoIterations::Claimed;
+  std::vector<uint64_t> level_u;  // allocated bytes before each boundary
   if (!options.marker.empty()) {
     marker_boundaries(ctx, d, options.marker, it);
   } else if (!annotation_boundaries(ctx.snap, d, it)) {
@@ -630,7 +632,7 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
     std::optional<Repeat> rep = detect_repeat(allocs, replay, it);
     if (!rep) return result;
     it.boundaries = rep->boundaries;
-    if (!judge_repeat(ctx, allocs, replay, *rep, it, result.structure)) {
+    if (!judge_repeat(ctx, allocs, replay, *rep, it, result.structure, level_u)) {
       it.boundaries.clear();
       return result;
     }
@@ -655,7 +657,7 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
   it.count = it.boundaries.size();
   it.period_events = median(ev_gaps);
   if (us_gaps.size() == ev_gaps.size()) it.period_us = double(median(us_gaps));
-  std::vector<uint64_t> level_u = allocated_before(replay, it.boundaries);
+  if (level_u.size() != it.boundaries.size()) level_u = allocated_before(replay, it.boundaries);  // not judged here
   std::vector<double> level(level_u.begin(), level_u.end());
   // Theil-Sen: the median of the slopes between every pair of iterations, so
   // one-off allocations (optimizer state in the first step) do not bend it.
