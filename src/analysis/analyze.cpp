@@ -30,6 +30,19 @@ TraceSummary summarize_trace(const snapshot::Device& d) {
   return t;
 }
 
+// What shows that the ring buffer dropped events before the trace's first one.
+// A trace of one entry after earlier allocations is taken for the one-entry buffer
+// PyTorch 2.0 keeps by default: a window of one event cannot show what came before.
+DroppedEvents dropped_events(const snapshot::AllocatorSettings& s, const TraceSummary& t) {
+  if (t.entries == 0) return DroppedEvents::NotShown;
+  if (s.trace_alloc_overflowed.value_or(false)) return DroppedEvents::Overflowed;
+  if (s.trace_alloc_max_entries && *s.trace_alloc_max_entries > 0 &&
+      t.entries >= static_cast<uint64_t>(*s.trace_alloc_max_entries))
+    return DroppedEvents::Full;
+  if (t.entries == 1 && t.window_starts_mid_run) return DroppedEvents::OneEntry;
+  return DroppedEvents::NotShown;
+}
+
 // The event --at / --at-time names on one device.
 std::optional<uint32_t> resolve_at(const AnalyzeOptions& o, const snapshot::Device& d) {
   const auto& tr = d.trace;
@@ -51,6 +64,16 @@ std::optional<uint32_t> resolve_at(const AnalyzeOptions& o, const snapshot::Devi
 
 }  // namespace
 
+const char* to_string(DroppedEvents d) {
+  switch (d) {
+    case DroppedEvents::NotShown: return "not_shown";
+    case DroppedEvents::Overflowed: return "overflowed";
+    case DroppedEvents::Full: return "full";
+    case DroppedEvents::OneEntry: return "one_entry";
+  }
+  return "?";
+}
+
 struct Analyzer {
   static DeviceAnalysis device(const Context& ctx, const snapshot::Device& d, const AnalyzeOptions& o) {
     DeviceAnalysis out;
@@ -68,6 +91,7 @@ struct Analyzer {
       out.trace.window_starts_mid_run = replay->window_starts_mid_run();
       out.trace.estimated_blocks = replay->estimated_blocks();
     }
+    out.trace.dropped = dropped_events(ctx.snap.settings, out.trace);
     if (at) {
       ReplayedState st = replay->state_after(*at);
       const auto& e = d.trace[*at];

@@ -151,7 +151,8 @@ report::CheckLine count_line(const std::string& file, int device, const std::str
 }
 
 /// The checks of one analysed device, in a fixed order.
-void check_device(const std::string& file, const analysis::DeviceAnalysis& d, const Limits& limits,
+void check_device(const std::string& file, const analysis::DeviceAnalysis& d,
+                  const snapshot::AllocatorSettings& settings, const Limits& limits,
                   std::vector<report::CheckLine>& out) {
   const auto& t = d.accounting;
   auto size = [&](const char* name, uint64_t figure, const char* what) {
@@ -205,11 +206,16 @@ void check_device(const std::string& file, const analysis::DeviceAnalysis& d, co
                  "devices[].iterations");
   }
   if (limits.no_oom) {
-    if (d.trace.entries)
-      out.push_back(count_line(file, d.device, "no-oom", d.ooms.total, "devices[].oom_events"));
-    else
+    // An OOM in the trace fails; none passes only when the trace shows no sign of
+    // having dropped what came before it.
+    if (!d.trace.entries)
       not_judged("no-oom", "not judged: the device has no trace, and OOM events are recorded only there",
                  "devices[].trace.entries");
+    else if (d.ooms.total == 0 && d.trace.dropped != analysis::DroppedEvents::NotShown)
+      not_judged("no-oom", "not judged: " + report::dropped_events_words(d.trace, settings),
+                 "devices[].trace.events_dropped");
+    else
+      out.push_back(count_line(file, d.device, "no-oom", d.ooms.total, "devices[].oom_events"));
   }
 }
 
@@ -225,12 +231,12 @@ FileChecks check_file(const std::string& path, const CommonOptions& common, cons
     analysis::AnalyzeOptions options;
     options.threads = threads;
     analyze_one(path, common, options,
-                [&](const report::Source&, const analysis::AnalyzeResult& result, const std::string& warnings) {
+                [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
                   fc.warnings = warnings;
                   bool any_used = false;
                   for (const auto& d : result.devices) any_used |= !d.unused;
                   for (const auto& d : result.devices)
-                    if (!d.unused || !any_used) check_device(shown, d, limits, fc.lines);
+                    if (!d.unused || !any_used) check_device(shown, d, src.context.snap.settings, limits, fc.lines);
                 });
   });
   if (error) {
@@ -266,7 +272,8 @@ void add_check(CLI::App& app) {
   cmd->add_flag("--no-leaks", args->no_leaks,
                 "Fail when a site leaks across iterations (SKIP with fewer than 5 iterations found)");
   cmd->add_flag("--no-oom", args->no_oom,
-                "Fail when the snapshot records an out-of-memory event (SKIP on a device without a trace)");
+                "Fail when the snapshot records an out-of-memory event (SKIP on a device without a trace, or one whose "
+                "ring buffer dropped older events)");
   cmd->add_option("--config", args->config,
                   "Limits from a JSON object whose keys are these options without dashes, e.g. "
                   "{\"max-reserved\": \"20GiB\", \"no-leaks\": true}; the command line overrides it")

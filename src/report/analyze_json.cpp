@@ -36,6 +36,9 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
   Json trace = {{"entries", t.entries}, {"first_time_us", opt(t.first_time_us)}, {"last_time_us", opt(t.last_time_us)}};
   {
     trace["window_starts_mid_run"] = t.window_starts_mid_run;
+    trace["events_dropped"] = t.dropped != analysis::DroppedEvents::NotShown;
+    trace["events_dropped_evidence"] =
+        t.dropped != analysis::DroppedEvents::NotShown ? Json(analysis::to_string(t.dropped)) : Json(nullptr);
     trace["consistent"] = t.consistent;
     trace["first_mismatch"] = t.first_mismatch
                                   ? Json{{"event_index", t.first_mismatch->event}, {"message", t.first_mismatch->what}}

@@ -116,8 +116,8 @@ std::string at_time(const std::optional<int64_t>& t, const std::optional<int64_t
   return "+" + duration(span_us(*origin, *t));
 }
 
-void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin,
-                      const TextStyle& style) {
+void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
+                      const std::optional<int64_t>& origin, const TextStyle& style) {
   const size_t width = prose_width(style);
   const auto& t = d.trace;
   out << '\n' << head("trace");
@@ -144,6 +144,16 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const std::opt
   if (t.window_starts_mid_run)
     out << pad << wrap("the window starts mid-run: memory was allocated before its first event", kHead, kHead, width)
         << '\n';
+  if (std::string dropped = dropped_events_words(t, settings); !dropped.empty()) {
+    out << pad << wrap(dropped, kHead, kHead, width) << '\n';
+    if (d.ooms.explained.empty())
+      out << pad
+          << wrap(
+                 "if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" "
+                 "figure) explains it from the dumped state",
+                 kHead, kHead, width)
+          << '\n';
+  }
   if (t.consistent) {
     std::string line = "replay: consistent with the dumped state";
     if (t.estimated_blocks) line += " (" + with_commas(t.estimated_blocks) + " block sizes inferred)";

@@ -485,12 +485,35 @@ std::string iteration_evidence(const Iterations& it) {
   return "";
 }
 
+std::string dropped_events_words(const analysis::TraceSummary& t, const snapshot::AllocatorSettings& settings) {
+  using analysis::DroppedEvents;
+  switch (t.dropped) {
+    case DroppedEvents::NotShown: return "";
+    case DroppedEvents::Overflowed:
+      return "the trace's ring buffer overflowed (allocator_settings.trace_alloc_overflowed): older events were "
+             "dropped, and an OOM among them would not show";
+    case DroppedEvents::Full:
+      return "the trace holds trace_alloc_max_entries (" +
+             with_commas(static_cast<uint64_t>(settings.trace_alloc_max_entries.value_or(0))) +
+             ") entries: its ring buffer is full, older events were dropped, and an OOM among them would not show";
+    case DroppedEvents::OneEntry:
+      return "one entry after earlier allocations: the one-event ring buffer PyTorch 2.0 keeps by default "
+             "(_record_memory_history(True), trace_alloc_max_entries=1); what came before it, an OOM included, "
+             "is not in the file";
+  }
+  return "";
+}
+
 }  // namespace memsnap::report::detail
 
 namespace memsnap::report {
 
 std::string iteration_evidence(const analysis::Iterations& it) {
   return detail::iteration_evidence(it);
+}
+
+std::string dropped_events_words(const analysis::TraceSummary& t, const snapshot::AllocatorSettings& settings) {
+  return detail::dropped_events_words(t, settings);
 }
 
 }  // namespace memsnap::report

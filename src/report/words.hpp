@@ -32,6 +32,8 @@ std::string torch_message(const analysis::OomReport& r);
 std::string iteration_method(const analysis::Iterations& it);
 /// One line: how the iterations were found, or why none were.
 std::string iteration_evidence(const analysis::Iterations& it);
+/// Why the trace cannot show what came before its first event ("" when the file does not say).
+std::string dropped_events_words(const analysis::TraceSummary& t, const snapshot::AllocatorSettings& settings);
 /// "one forward pass, 24 repeated blocks of 52 allocations from model.py:253:forward: layers".
 std::string structure_words(const analysis::Structure& s, const analysis::Iterations& it);
 /// The structure's kind: "layers", "loop_within_step", "repeated_blocks".

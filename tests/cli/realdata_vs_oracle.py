@@ -20,7 +20,7 @@ def main():
                    if f.endswith((".pickle", ".pkl", ".json")))
     want = json.loads(subprocess.run([sys.executable, oracle] + files, stdout=subprocess.PIPE,
                                      check=True, text=True).stdout)["files"]
-    errors = 0
+    errors = dropped = 0
     for path in files:
         run = subprocess.run([memsnap, "analyze", "--format", "json", path], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -46,6 +46,12 @@ def main():
                     print("FAIL %s device %d: %s = %s, oracle %s" % (name, wd["device"], k, d["totals"][k], wd[k]))
                     errors += 1
             tr = d["trace"]
+            if tr["events_dropped_evidence"] != wd["events_dropped_evidence"] or \
+                    tr["events_dropped"] != (wd["events_dropped_evidence"] is not None):
+                print("FAIL %s device %d: trace.events_dropped_evidence = %s, oracle %s"
+                      % (name, wd["device"], tr["events_dropped_evidence"], wd["events_dropped_evidence"]))
+                errors += 1
+            dropped += tr["events_dropped"]
             for k, ok in (("entries", "trace_entries"), ("first_time_us", "first_time_us"),
                           ("last_time_us", "last_time_us")):
                 if tr[k] != wd[ok]:
@@ -54,7 +60,7 @@ def main():
         if len(gd) != len(w["devices"]):
             print("FAIL %s: %d devices, oracle %d" % (name, len(gd), len(w["devices"])))
             errors += 1
-    print("%d real snapshots compared, %d mismatches" % (len(files), errors))
+    print("%d real snapshots compared (%d devices with dropped events), %d mismatches" % (len(files), dropped, errors))
     return 1 if errors or not files else 0
 
 

@@ -82,6 +82,27 @@ def device_totals(dev, segments, trace):
     return t
 
 
+def dropped_evidence(settings, segments, trace):
+    """What shows the trace's ring buffer dropped older events: memsnap's
+    devices[].trace.events_dropped_evidence, worked out here from the settings and,
+    for a one-entry trace, from what that one event could have made."""
+    if not trace:
+        return None
+    if settings.get("trace_alloc_overflowed") is True:
+        return "overflowed"
+    cap = settings.get("trace_alloc_max_entries")
+    if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap <= len(trace):
+        return "full"
+    if len(trace) == 1:
+        action = trace[0].get("action")
+        if action in ("free_requested", "free_completed", "segment_free", "segment_unmap"):
+            return "one_entry"  # what it frees was there before it
+        if action in ("segment_alloc", "segment_map"):
+            return "one_entry" if len(segments) > 1 else None
+        return "one_entry" if segments else None  # an alloc's segment, or any memory, predates it
+    return None
+
+
 def totals(path):
     top, proto = load(path)
     if isinstance(top, list):
@@ -89,9 +110,12 @@ def totals(path):
     else:
         form, segments, traces = "dict", top.get("segments", []), top.get("device_traces") or []
     devices = sorted({s.get("device", 0) for s in segments} | set(range(len(traces))))
-    per_device = [device_totals(d, [s for s in segments if s.get("device", 0) == d],
-                                traces[d] if d < len(traces) else [])
-                  for d in devices]
+    settings = (top.get("allocator_settings") if form == "dict" else None) or {}
+    per_device = []
+    for d in devices:
+        segs, trace = [s for s in segments if s.get("device", 0) == d], traces[d] if d < len(traces) else []
+        per_device.append(device_totals(d, segs, trace))
+        per_device[-1]["events_dropped_evidence"] = dropped_evidence(settings, segs, trace)
     return {"form": form, "pickle_protocol": proto, "devices": per_device}
 
 

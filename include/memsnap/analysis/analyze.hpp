@@ -49,6 +49,17 @@ struct AtPoint {
   uint64_t estimated_blocks = 0;  // live blocks whose size the replay inferred from their request
 };
 
+/// What in the file shows that the trace is the tail of a ring buffer that
+/// dropped older events (an OOM among them would not be in the trace).
+enum class DroppedEvents {
+  NotShown,    // nothing in the file says so
+  Overflowed,  // allocator_settings.trace_alloc_overflowed is true
+  Full,        // the trace holds allocator_settings.trace_alloc_max_entries entries
+  OneEntry,    // one entry, with memory allocated before it: the ring buffer of one
+               // entry that PyTorch 2.0's _record_memory_history(True) keeps by default
+};
+const char* to_string(DroppedEvents d);  // "not_shown", "overflowed", "full", "one_entry"
+
 struct TraceSummary {
   uint64_t entries = 0;
   std::optional<int64_t> first_time_us;  // of the first entry that has one
@@ -56,6 +67,7 @@ struct TraceSummary {
   bool consistent = true;
   std::optional<ReplayMismatch> first_mismatch;
   bool window_starts_mid_run = false;
+  DroppedEvents dropped = DroppedEvents::NotShown;
   uint64_t estimated_blocks = 0;
 };
 

@@ -24,6 +24,8 @@ void write_analyze_text(std::ostream& out, const Source& src, const analysis::An
                         const TextStyle& style);
 /// One line: how the device's iterations were found, or why none were (as in the report).
 std::string iteration_evidence(const analysis::Iterations& it);
+/// Why the trace's ring buffer dropped older events, in words ("" when the file does not show it).
+std::string dropped_events_words(const analysis::TraceSummary& t, const snapshot::AllocatorSettings& settings);
 /// One JSON document (schema_version 1), newline-terminated.
 void write_analyze_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result);
 
