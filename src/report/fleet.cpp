@@ -80,6 +80,10 @@ FleetRow row_from_summary(const Json& r, const std::string& where) {
     if (!j->is_boolean()) bad(where + ".leaks_judged: not a boolean");
     row.leaks_judged = j->get<bool>();
   }
+  if (auto j = r.find("oom_judged"); j != r.end()) {  // absent from merges before it existed
+    if (!j->is_boolean()) bad(where + ".oom_judged: not a boolean");
+    row.oom_judged = j->get<bool>();
+  }
   return row;
 }
 
@@ -94,6 +98,7 @@ Json row_json(const FleetRow& r) {
           {"oom", r.oom_events > 0},
           {"leaking", r.leaks > 0},
           {"leaks_judged", r.leaks_judged},
+          {"oom_judged", r.oom_judged},
           {"outlier", r.outlier}};
 }
 
@@ -135,7 +140,7 @@ FleetRow fleet_row(const FleetJson& doc, const std::string& file) {
   if (!doc.is_object()) bad("not a JSON object");
   FleetRow row;
   row.file = file;
-  uint64_t traced_devices = 0, judged_devices = 0;
+  uint64_t traced_devices = 0, judged_devices = 0, oom_traced = 0, oom_dropped = 0;
   const Json& devices = get_array(doc, "devices", "document");
   for (size_t i = 0; i < devices.size(); ++i) {
     const Json& d = devices[i];
@@ -157,6 +162,15 @@ FleetRow fleet_row(const FleetJson& doc, const std::string& file) {
     // The devices with a trace must all have judged leaks (analyze's leaks_judged; a
     // document without it, from before it existed, reads as judged, as it was shown).
     auto trace = d.find("trace"), judged = d.find("leaks_judged");
+    // OOMs: a device with a trace that did not drop older events (events_dropped;
+    // absent from documents before it existed, which read as kept).
+    if (trace != d.end() && trace->is_object() && get_u64(*trace, "entries", where + ".trace") > 0) {
+      ++oom_traced;
+      if (auto dropped = trace->find("events_dropped"); dropped != trace->end()) {
+        if (!dropped->is_boolean()) bad(where + ".trace.events_dropped: not a boolean");
+        oom_dropped += dropped->get<bool>();
+      }
+    }
     if (trace != d.end() && trace->is_object() && judged != d.end()) {
       if (!judged->is_boolean()) bad(where + ".leaks_judged: not a boolean");
       bool traced = get_u64(*trace, "entries", where + ".trace") > 0;
@@ -167,6 +181,7 @@ FleetRow fleet_row(const FleetJson& doc, const std::string& file) {
     }
   }
   row.leaks_judged = row.leaks > 0 || (traced_devices > 0 && judged_devices == traced_devices);
+  row.oom_judged = row.oom_events > 0 || (oom_traced > 0 && oom_dropped == 0);
   return row;
 }
 
@@ -238,39 +253,55 @@ void finish_fleet(Fleet& fleet, bool sort_files) {
   for (auto& r : fleet.rows) r.outlier = double(r.peak_or_allocated()) > kOutlierFactor * median;
 }
 
-FleetJson fleet_summary_json(const Fleet& fleet) {
+namespace {
+
+// What the JSON and the text summaries both count over the rows.
+struct FleetTotals {
   uint64_t devices = 0, reserved = 0, allocated = 0, peak_sum = 0, peak_max = 0, ooms = 0, leaks = 0;
-  uint64_t oom_files = 0, leak_files = 0, outliers = 0, unjudged = 0;
+  uint64_t oom_files = 0, leak_files = 0, outliers = 0, leaks_unjudged = 0, oom_unjudged = 0;
+};
+
+FleetTotals totals_of(const Fleet& fleet) {
+  FleetTotals t;
   for (const auto& r : fleet.rows) {
-    unjudged += !r.leaks_judged;
-    devices = sat_add(devices, r.devices);
-    reserved = sat_add(reserved, r.reserved_bytes);
-    allocated = sat_add(allocated, r.allocated_bytes);
-    peak_sum = sat_add(peak_sum, r.peak_or_allocated());
-    peak_max = std::max(peak_max, r.peak_or_allocated());
-    ooms = sat_add(ooms, r.oom_events);
-    leaks = sat_add(leaks, r.leaks);
-    oom_files += r.oom_events > 0;
-    leak_files += r.leaks > 0;
-    outliers += r.outlier;
+    t.leaks_unjudged += !r.leaks_judged;
+    t.oom_unjudged += !r.oom_judged;
+    t.devices = sat_add(t.devices, r.devices);
+    t.reserved = sat_add(t.reserved, r.reserved_bytes);
+    t.allocated = sat_add(t.allocated, r.allocated_bytes);
+    t.peak_sum = sat_add(t.peak_sum, r.peak_or_allocated());
+    t.peak_max = std::max(t.peak_max, r.peak_or_allocated());
+    t.ooms = sat_add(t.ooms, r.oom_events);
+    t.leaks = sat_add(t.leaks, r.leaks);
+    t.oom_files += r.oom_events > 0;
+    t.leak_files += r.leaks > 0;
+    t.outliers += r.outlier;
   }
+  return t;
+}
+
+}  // namespace
+
+FleetJson fleet_summary_json(const Fleet& fleet) {
+  FleetTotals t = totals_of(fleet);
   Json rows = Json::array();
   for (const auto& r : fleet.rows) rows.push_back(row_json(r));
   Json errors = Json::array();
   for (const auto& e : fleet.errors) errors.push_back({{"file", e.file}, {"message", e.message}});
   Json j;
   j["files"] = fleet.rows.size();
-  j["devices"] = devices;
-  j["totals"] = {{"reserved_bytes", reserved},
-                 {"allocated_bytes", allocated},
-                 {"peak_allocated_bytes", peak_sum},
-                 {"max_peak_allocated_bytes", peak_max},
-                 {"oom_events", ooms},
-                 {"leaks", leaks},
-                 {"files_with_oom", oom_files},
-                 {"files_with_leaks", leak_files},
-                 {"files_leaks_not_judged", unjudged},
-                 {"outliers", outliers},
+  j["devices"] = t.devices;
+  j["totals"] = {{"reserved_bytes", t.reserved},
+                 {"allocated_bytes", t.allocated},
+                 {"peak_allocated_bytes", t.peak_sum},
+                 {"max_peak_allocated_bytes", t.peak_max},
+                 {"oom_events", t.ooms},
+                 {"leaks", t.leaks},
+                 {"files_with_oom", t.oom_files},
+                 {"files_with_leaks", t.leak_files},
+                 {"files_leaks_not_judged", t.leaks_unjudged},
+                 {"files_oom_not_judged", t.oom_unjudged},
+                 {"outliers", t.outliers},
                  {"errors", fleet.errors.size()}};
   j["median_peak_allocated_bytes"] = median_peak(fleet.rows);
   j["outlier_rule"] = "peak_allocated_bytes (allocated_bytes without a trace) > 1.5 x the median";
@@ -314,26 +345,19 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
   size_t width = size_t(std::max(style.width, 60));
   constexpr size_t kNum = 11, kFlag = 4;
   size_t name_w = width - 2 - 1 - 3 * (kNum + 1) - 2 * (kFlag + 1);  // mark, file, 3 sizes, OOM, leaks
-  uint64_t oom_files = 0, leak_files = 0, outliers = 0, devices = 0, reserved = 0, allocated = 0, unjudged = 0;
-  for (const auto& r : fleet.rows) {
-    unjudged += !r.leaks_judged;
-    oom_files += r.oom_events > 0;
-    leak_files += r.leaks > 0;
-    outliers += r.outlier;
-    devices += r.devices;
-    reserved = sat_add(reserved, r.reserved_bytes);
-    allocated = sat_add(allocated, r.allocated_bytes);
-  }
+  FleetTotals t = totals_of(fleet);
   double median = median_peak(fleet.rows);
   out << "memsnap " << kVersion << "  fleet of " << fleet.rows.size() << (fleet.rows.size() == 1 ? " file" : " files")
-      << ", " << devices << (devices == 1 ? " device" : " devices") << '\n';
-  out << "  " << oom_files << " with an OOM, " << leak_files << " leaking, ";
-  if (unjudged) out << unjudged << " not judged for leaks, ";
-  out << outliers << (outliers == 1 ? " outlier" : " outliers");
-  if (!fleet.errors.empty()) out << ", " << fleet.errors.size() << " unreadable";
-  out << '\n';
-  out << "  total reserved " << human_bytes(reserved) << ", allocated " << human_bytes(allocated) << ", median peak "
-      << human_bytes(uint64_t(median)) << "\n\n";
+      << ", " << t.devices << (t.devices == 1 ? " device" : " devices") << '\n';
+  std::string counts = std::to_string(t.oom_files) + " with an OOM, ";
+  if (t.oom_unjudged) counts += std::to_string(t.oom_unjudged) + " not judged for OOMs, ";
+  counts += std::to_string(t.leak_files) + " leaking, ";
+  if (t.leaks_unjudged) counts += std::to_string(t.leaks_unjudged) + " not judged for leaks, ";
+  counts += std::to_string(t.outliers) + (t.outliers == 1 ? " outlier" : " outliers");
+  if (!fleet.errors.empty()) counts += ", " + std::to_string(fleet.errors.size()) + " unreadable";
+  out << detail::wrap_block(counts, width, 2);
+  out << "  total reserved " << human_bytes(t.reserved) << ", allocated " << human_bytes(t.allocated)
+      << ", median peak " << human_bytes(uint64_t(median)) << "\n\n";
   out << "  " << pad_right("file", name_w) << ' ' << pad_left("reserved", kNum) << ' ' << pad_left("allocated", kNum)
       << ' ' << pad_left("peak", kNum) << ' ' << pad_left("OOM", kFlag) << ' ' << pad_left("leak", kFlag) << '\n';
   std::vector<const FleetRow*> order;
@@ -346,8 +370,8 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
     out << (r->outlier ? "! " : "  ") << pad_right(detail::display_path(r->file, name_w), name_w) << ' '
         << pad_left(human_bytes(r->reserved_bytes), kNum) << ' ' << pad_left(human_bytes(r->allocated_bytes), kNum)
         << ' ' << pad_left(r->peak_allocated_bytes ? human_bytes(*r->peak_allocated_bytes) : "-", kNum) << ' '
-        << pad_left(count(r->oom_events), kFlag) << ' ' << pad_left(r->leaks_judged ? count(r->leaks) : "?", kFlag)
-        << '\n';
+        << pad_left(r->oom_judged ? count(r->oom_events) : "?", kFlag) << ' '
+        << pad_left(r->leaks_judged ? count(r->leaks) : "?", kFlag) << '\n';
   }
   for (const auto& e : fleet.errors)
     out << "  ERROR " << detail::display_path(e.file, width - 8) << '\n'
@@ -357,7 +381,8 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
       "Rows marked ! are outliers: a peak (allocated at the dump for a file without a trace) above 1.5 x the "
       "median peak of the files (" +
           human_bytes(uint64_t(median)) +
-          "). OOM: OOM events; leak: sites leaking across iterations (?: not judged, fewer than " +
+          "). OOM: OOM events (?: not judged, no trace, or one whose ring buffer dropped older events); leak: "
+          "sites leaking across iterations (?: not judged, fewer than " +
           std::to_string(analysis::kLeakMinIterations) + " iterations found in the file's trace).",
       width, 0);
 }

@@ -328,6 +328,31 @@ try:
     rc, st = oom_status(oom_kept)
     check("no-oom FAIL: an OOM still in an overflowed trace", frag_ooms > 0 and rc == 1 and st[0][0] == "fail",
           (frag_ooms, rc, st))
+    # ... and the fleet: such a file's OOM column is '?' (oom_judged false), as is a file
+    # without a trace; an OOM seen is judged whatever was dropped. merge keeps the verdict.
+    group = [snap("train.pickle"), one, overflowed, oom_kept, snap("list.pickle")]
+    rc, out, _ = run(["analyze", "--format", "json"] + group)
+    rows = {r["file"]: r for r in json.loads(out)["fleet"]["rows"]}
+    want_judged = {snap("train.pickle"): True, one: False, overflowed: False, oom_kept: True,
+                   snap("list.pickle"): False}
+    check("fleet: oom_judged per file", {f: rows[f]["oom_judged"] for f in group} == want_judged, rows)
+    check("fleet: files_oom_not_judged", json.loads(out)["fleet"]["totals"]["files_oom_not_judged"] == 3)
+    parts = []
+    for i, f in enumerate(group):
+        rc, part, _ = run(["analyze", "--format", "json", f])
+        parts.append(save(os.path.join(tmp, "part%d.json" % i), part))
+    merged = merge(parts)
+    mrows = {r["file"]: r["oom_judged"] for r in fleet_part(merged)["rows"]}
+    check("merge: oom_judged kept", mrows == want_judged, mrows)
+    rc, out, _ = run(["analyze"] + group)
+    want_column = {snap("train.pickle"): "-", one: "?", overflowed: "?", oom_kept: str(frag_ooms),
+                   snap("list.pickle"): "?"}
+    for f, want in want_column.items():
+        lines = [l for l in out.split("\n") if l[:2] in ("  ", "! ") and len(l.split()) >= 6 and
+                 (l[2:].split()[0] == f or l[2:].split()[0].endswith("/" + os.path.basename(f)))]
+        check("fleet text OOM column: " + os.path.basename(f), len(lines) == 1 and lines[0].split()[-2] == want,
+              (want, lines))
+    check("fleet text: not judged for OOMs counted", "3 not judged for OOMs" in " ".join(out.split()), out)
     rc, out, _ = run(["analyze", one])
     check("analyze text names the one-entry buffer", "one-event ring buffer" in " ".join(out.split()) and
           "--oom-size SIZE" in out and all(len(l) <= 80 for l in out.split("\n")), out)

@@ -39,6 +39,9 @@ struct FleetRow {
   /// Whether "no leak" is a finding: every device with a trace had the iterations leaks
   /// are judged over (analysis::kLeakMinIterations), or a leak was found.
   bool leaks_judged = true;
+  /// Whether "no OOM" is a finding: an OOM was seen, or the file has a trace and none
+  /// of its traces shows that its ring buffer dropped older events.
+  bool oom_judged = true;
   bool outlier = false;  // set by finish_fleet
 
   /// The figure outliers are judged by: the peak, else allocated at the dump.
