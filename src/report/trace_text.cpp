@@ -51,6 +51,8 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
     line += "; reserved peaks at " + human_bytes(r.bytes) + " at event " + with_commas(r.event_index) +
             (rt.empty() ? std::string() : " (" + rt + ")");
   }
+  if (d.trace.dropped != analysis::DroppedEvents::NotShown)
+    line += "; the highest in the trace only: older events were dropped (above)";
   out << head("peak") << wrap(line, kHead, kHead, width) << '\n';
   if (p.top_sites.empty()) return;
   size_t site_w = width - 4 - 12 - 8;

@@ -355,6 +355,7 @@ try:
     check("fleet text: not judged for OOMs counted", "3 not judged for OOMs" in " ".join(out.split()), out)
     rc, out, _ = run(["analyze", one])
     check("analyze text names the one-entry buffer", "one-event ring buffer" in " ".join(out.split()) and
+          "the highest in the trace only: older events were dropped" in " ".join(out.split()) and
           "--oom-size SIZE" in out and all(len(l) <= 80 for l in out.split("\n")), out)
     # an unreadable file: an ERROR line, the others checked, exit 2 (it outranks a failure)
     rc, out, err = run(["check", "-j", "2", "--max-peak", limit, small, bad, big])
