@@ -177,6 +177,9 @@ AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& o) {
   std::vector<const snapshot::Device*> chosen;
   for (const auto& d : snap.devices)
     if (!o.device || d.index == *o.device) chosen.push_back(&d);
+  if (const auto& m = o.oom.message; m && m->device && !snap.device(*m->device))
+    result.warnings.push_back("--oom-message: it is about GPU " + std::to_string(*m->device) +
+                              ", which is not a device of this snapshot: no OOM is checked against it");
   result.devices = analyze_devices(ctx, chosen, o);
   for (size_t k = 0; k < chosen.size(); ++k) {
     const auto& d = *chosen[k];

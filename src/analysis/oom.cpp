@@ -92,6 +92,33 @@ void decide(const snapshot::AllocatorSettings& settings, bool expandable_regime,
   if (r.retry_in_except) fix(OomFix::RetryOutsideExcept);
 }
 
+OomMessageCheck check_message(const OomMessage& m, const OomReport& r) {
+  OomMessageCheck c;
+  c.said = m;
+  auto close = [&](const PrintedSize& said, uint64_t state) {
+    uint64_t d = state > said.bytes ? state - said.bytes : said.bytes - state;
+    return d <= said.within + 1 + r.approximate_within_bytes;
+  };
+  c.request_matches = m.tried.matches(r.segment_request_bytes);
+  if (m.allocated) c.allocated_matches = close(*m.allocated, r.allocated_bytes);
+  if (m.reserved) c.reserved_matches = close(*m.reserved, r.reserved_bytes);
+  if (m.free && r.from_trace && r.device_free_bytes) c.free_matches = m.free->matches(*r.device_free_bytes);
+  if (m.reserved && m.allocated && m.reserved->bytes >= m.allocated->bytes)
+    c.message_cause =
+        m.reserved->bytes - m.allocated->bytes >= m.tried.bytes ? OomCause::Fragmentation : OomCause::Capacity;
+  // Differences of printed figures: what their rounding could make up is none.
+  auto beyond_rounding = [](uint64_t a, uint64_t b, uint64_t within) -> uint64_t {
+    return a > b && a - b > within ? a - b : 0;
+  };
+  if (m.capacity && m.free && m.process)
+    c.other_processes_bytes = beyond_rounding(m.capacity->bytes, m.free->bytes + m.process->bytes,
+                                              m.capacity->within + m.free->within + m.process->within);
+  if (m.process && m.reserved)
+    c.outside_allocator_bytes =
+        beyond_rounding(m.process->bytes, m.reserved->bytes, m.process->within + m.reserved->within);
+  return c;
+}
+
 // Did allocation resume at the failing site while the failed step's memory was
 // still live (allocated stayed at 90% of its level at the OOM or more)?
 void detect_retry(const Context& ctx, const Replay& replay, uint32_t oom, uint64_t at_oom, OomReport& r) {
@@ -130,6 +157,10 @@ OomResult analyze_ooms(const Context& ctx, const snapshot::Device& dumped, const
                        const Replay* replay, const std::vector<Leak>& leaks, const OomOptions& opt) {
   OomResult out;
   const auto& settings = ctx.snap.settings;
+  const OomMessage* msg =
+      opt.message && (!opt.message->device || *opt.message->device == dumped.index) ? &*opt.message : nullptr;
+  std::optional<uint64_t> capacity = opt.capacity;
+  if (!capacity && msg && msg->capacity) capacity = msg->capacity->bytes;
   const bool expandable_regime = dumped_accounting.regime != Regime::Classic;
   if (replay) {
     const auto& trace = dumped.trace;
@@ -149,7 +180,7 @@ OomResult analyze_ooms(const Context& ctx, const snapshot::Device& dumped, const
       r.stream = e.stream;
       r.requested_bytes = e.size;
       r.device_free_bytes = e.device_free();
-      r.capacity_bytes = opt.capacity;
+      r.capacity_bytes = capacity;
       r.site = ctx.sites.site(e.stack);
       r.stack = ctx.sites.stack(e.stack);
       ReplayedState st = replay->state_after(o.event);
@@ -165,17 +196,22 @@ OomResult analyze_ooms(const Context& ctx, const snapshot::Device& dumped, const
         !out.explained.empty() && out.more.empty())
       out.explained.back().freed_after_bytes =
           replay->ooms().back().totals.allocated - dumped_accounting.allocated_bytes;
+    // The message is of the error that ended the run: the last OOM.
+    if (msg && !out.explained.empty() && out.more.empty())
+      out.explained.back().message = check_message(*msg, out.explained.back());
   }
-  if (out.total == 0 && opt.assumed_request) {
+  if (out.total == 0 && (opt.assumed_request || msg)) {
     OomReport r;
     r.from_trace = false;
     r.device = dumped.index;
-    r.requested_bytes = rules::round_size(*opt.assumed_request, settings);
+    r.requested_bytes = rules::round_size(opt.assumed_request ? *opt.assumed_request : msg->tried.bytes, settings);
     r.stream = opt.assumed_stream.value_or(0);
-    r.capacity_bytes = opt.capacity;
+    r.capacity_bytes = capacity;
+    if (msg && msg->free) r.device_free_bytes = msg->free->bytes;
     r.site = Sites::kNoStack;
     measure(ctx, dumped, dumped_accounting, r);
     decide(settings, expandable_regime, leaks, r);
+    if (msg) r.message = check_message(*msg, r);
     out.explained.push_back(std::move(r));
     out.total = 1;
   }

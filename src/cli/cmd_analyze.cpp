@@ -1,5 +1,6 @@
 // `memsnap analyze FILE`: options -> load -> analyze -> print.
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -25,8 +26,29 @@ struct AnalyzeArgs {
   std::string iteration_marker;
   std::string capacity;
   std::string oom_size;
+  std::string oom_message;
   FitsOptions fits;
 };
+
+/// --oom-message TEXT, or @FILE for the text in a file (its first 64 KiB).
+std::optional<analysis::OomMessage> oom_message_option(const std::string& arg) {
+  if (arg.empty()) return std::nullopt;
+  std::string text = arg;
+  if (arg.front() == '@') {
+    std::ifstream in(arg.substr(1), std::ios::binary);
+    if (!in) throw Failure("--oom-message: " + terminal_safe(arg.substr(1)) + ": cannot open the file", kBadInput);
+    text.assign(65536, '\0');
+    in.read(text.data(), std::streamsize(text.size()));
+    text.resize(size_t(in.gcount()));
+  }
+  std::optional<analysis::OomMessage> m = analysis::parse_oom_message(text);
+  if (!m)
+    throw Failure(
+        "--oom-message: no \"Tried to allocate SIZE\" in the text: paste PyTorch's \"CUDA out of memory\" "
+        "message whole",
+        kBadInput);
+  return m;
+}
 
 std::optional<uint64_t> size_option(const std::string& text, const char* name) {
   if (text.empty()) return std::nullopt;
@@ -148,6 +170,11 @@ void add_analyze(CLI::App& app) {
                   "Explain an OOM the trace does not hold, using the dumped state: the \"Tried to allocate\" "
                   "size from the error message")
       ->option_text("SIZE");
+  cmd->add_option("--oom-message", args->oom_message,
+                  "PyTorch's \"CUDA out of memory\" message (or @FILE holding it): checked against the OOM "
+                  "the file holds, or, without one, explained from the dumped state as --oom-size; its "
+                  "capacity and free memory show memory outside the snapshot")
+      ->option_text("TEXT");
   add_fits_options(*cmd, args->fits);
   cmd->callback([args] {
     analysis::AnalyzeOptions options;
@@ -155,6 +182,7 @@ void add_analyze(CLI::App& app) {
     options.iterations.marker = args->iteration_marker;
     options.oom.capacity = size_option(args->capacity, "--capacity");
     options.oom.assumed_request = size_option(args->oom_size, "--oom-size");
+    options.oom.message = oom_message_option(args->oom_message);
     options.fits = parse_fits(args->fits);
     if (args->files.size() > 1) return analyze_many(*args, options);
 

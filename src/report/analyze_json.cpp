@@ -118,6 +118,27 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
 
 namespace {
 
+Json oom_message_json(const analysis::OomMessageCheck& c, const analysis::OomReport& r) {
+  const analysis::OomMessage& m = c.said;
+  auto size = [](const std::optional<analysis::PrintedSize>& s) { return s ? Json(s->bytes) : Json(nullptr); };
+  return {{"tried_bytes", m.tried.bytes},
+          {"device", opt(m.device)},
+          {"capacity_bytes", size(m.capacity)},
+          {"free_bytes", size(m.free)},
+          {"process_bytes", size(m.process)},
+          {"allocated_bytes", size(m.allocated)},
+          {"reserved_bytes", size(m.reserved)},
+          {"request_matches", c.request_matches},
+          {"allocated_matches", opt(c.allocated_matches)},
+          {"reserved_matches", opt(c.reserved_matches)},
+          {"free_matches", opt(c.free_matches)},
+          {"state_differs", c.state_differs()},
+          {"message_cause", c.message_cause ? Json(analysis::to_string(*c.message_cause)) : Json(nullptr)},
+          {"other_processes_bytes", opt(c.other_processes_bytes)},
+          {"outside_allocator_bytes", opt(c.outside_allocator_bytes)},
+          {"notes", message_check_words(c, r)}};
+}
+
 Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& leaks) {
   Json causes = Json::array();
   for (auto c : r.causes)
@@ -163,7 +184,8 @@ Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& l
           {"estimated_blocks", r.estimated_blocks},
           {"freed_after_bytes", r.freed_after_bytes},
           {"pinning_sites", std::move(pins)},
-          {"retry_in_except", r.retry_in_except}};
+          {"retry_in_except", r.retry_in_except},
+          {"oom_message", r.message ? oom_message_json(*r.message, r) : Json(nullptr)}};
 }
 
 }  // namespace

@@ -118,6 +118,11 @@ std::string at_time(const std::optional<int64_t>& t, const std::optional<int64_t
   return "+" + duration(span_us(*origin, *t));
 }
 
+// Where the trace cannot hold the OOM that a dump after one is about.
+constexpr const char* kExplainFromDump =
+    "if this was dumped after an out-of-memory error, --oom-message with PyTorch's message (or --oom-size SIZE, "
+    "its \"Tried to allocate\" figure) explains it from the dumped state";
+
 void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
                       const std::optional<int64_t>& origin, const TextStyle& style) {
   const size_t width = prose_width(style);
@@ -126,12 +131,7 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot
   if (t.entries == 0) {
     out << "no entries (history recording was off, or enabled=\"state\")\n";
     if (!d.state().segments.empty() && d.ooms.explained.empty())
-      out << std::string(kHead, ' ')
-          << wrap(
-                 "if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" "
-                 "figure) explains it from the dumped state",
-                 kHead, kHead, width)
-          << '\n';
+      out << std::string(kHead, ' ') << wrap(kExplainFromDump, kHead, kHead, width) << '\n';
     return;
   }
   std::string span = with_commas(t.entries) + (t.entries == 1 ? " entry" : " entries");
@@ -148,13 +148,7 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot
         << '\n';
   if (std::string dropped = dropped_events_words(t, settings); !dropped.empty()) {
     out << pad << wrap(dropped, kHead, kHead, width) << '\n';
-    if (d.ooms.explained.empty())
-      out << pad
-          << wrap(
-                 "if this was dumped after an out-of-memory error, --oom-size SIZE (the \"Tried to allocate\" "
-                 "figure) explains it from the dumped state",
-                 kHead, kHead, width)
-          << '\n';
+    if (d.ooms.explained.empty()) out << pad << wrap(kExplainFromDump, kHead, kHead, width) << '\n';
   }
   if (t.consistent) {
     std::string line = "replay: consistent with the dumped state";
@@ -238,9 +232,14 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
     for (size_t i = 0; i < r.causes.size(); ++i)
       line(i == 0 ? "cause" : "also",
            std::string(to_string(r.causes[i])) + ": " + term(cause_evidence(r.causes[i], r, d.leaks), 2048));
-    // PyTorch's message, indented less so that its URL fits a line whole.
-    out << "  " << pad_right("message", kCol - 2) << "(rebuilt from these numbers)\n"
-        << wrap_block("\"" + torch_message(r) + "\"", width, 4);
+    if (r.message) {  // the user's own message, checked, in place of one rebuilt from the figures
+      std::vector<std::string> lines = message_check_words(*r.message, r);
+      for (size_t i = 0; i < lines.size(); ++i) line(i == 0 ? "your message" : "", lines[i]);
+    } else {
+      // PyTorch's message, indented less so that its URL fits a line whole.
+      out << "  " << pad_right("message", kCol - 2) << "(rebuilt from these numbers)\n"
+          << wrap_block("\"" + torch_message(r) + "\"", width, 4);
+    }
     for (size_t i = 0; i < r.fixes.size(); ++i) line(i == 0 ? "fix" : "", term(fix_words(r.fixes[i], r), 1024));
   }
   if (!d.ooms.more.empty()) {

@@ -355,6 +355,58 @@ std::string fix_words(OomFix fix, const OomReport& r) {
   return "";
 }
 
+std::vector<std::string> message_check_words(const analysis::OomMessageCheck& c, const OomReport& r) {
+  const analysis::OomMessage& m = c.said;
+  auto said = [](const analysis::PrintedSize& s) { return torch_format_size(s.bytes); };
+  auto verdict = [](bool same, uint64_t here) {
+    return same ? std::string("matches") : "differs: " + human_bytes(here) + " here";
+  };
+  std::vector<std::string> out;
+  std::string head = "Tried to allocate " + said(m.tried);
+  if (m.device) head += " on GPU " + std::to_string(*m.device);
+  head += c.request_matches ? ": this request"
+                            : ": not this request (it needed " + human_bytes(r.segment_request_bytes) + ")";
+  out.push_back(head);
+  if (c.allocated_matches)
+    out.push_back("allocated by PyTorch " + said(*m.allocated) + ": " +
+                  verdict(*c.allocated_matches, r.allocated_bytes));
+  if (c.reserved_matches)
+    out.push_back("reserved by PyTorch " + said(*m.reserved) + ": " + verdict(*c.reserved_matches, r.reserved_bytes));
+  if (c.free_matches)
+    out.push_back("device free " + said(*m.free) + ": " + verdict(*c.free_matches, r.device_free_bytes.value_or(0)));
+  else if (m.free)
+    out.push_back("device free " + said(*m.free) + (m.capacity ? " of " + said(*m.capacity) : std::string()) +
+                  " (the snapshot does not record it: taken from the message)");
+  if (c.other_processes_bytes)
+    out.push_back(*c.other_processes_bytes
+                      ? "other processes held " + human_bytes(*c.other_processes_bytes) +
+                            " (capacity - free - this process's " + said(*m.process) + ")"
+                      : "other processes held nothing the message's rounding does not account for");
+  if (c.outside_allocator_bytes)
+    out.push_back(*c.outside_allocator_bytes
+                      ? "this process held " + human_bytes(*c.outside_allocator_bytes) +
+                            " outside PyTorch's allocator (CUDA context, NCCL, cuBLAS workspaces, other libraries)"
+                      : "this process held nothing outside PyTorch's allocator beyond the message's rounding");
+  if (c.state_differs()) {
+    out.push_back(r.from_trace
+                      ? "the state at this OOM is not the message's: the message is of another OOM than the trace's "
+                        "last, or of another run"
+                      : "the dumped state is not the state at the error (dumped after the exception freed memory, or "
+                        "before the error): the causes above describe the dumped state");
+    if (c.message_cause) {
+      uint64_t unallocated = m.reserved->bytes - m.allocated->bytes;
+      out.push_back(*c.message_cause == analysis::OomCause::Fragmentation
+                        ? "by the message's own figures, fragmentation: PyTorch held " +
+                              torch_format_size(unallocated) + " reserved but unallocated, enough for the " +
+                              said(m.tried) + " it needed, but not in one free block on the request's stream and pool"
+                        : "by the message's own figures, capacity: PyTorch held only " +
+                              torch_format_size(unallocated) + " reserved but unallocated, less than the " +
+                              said(m.tried) + " it needed");
+    }
+  }
+  return out;
+}
+
 std::string torch_message(const OomReport& r) {
   std::string cap = r.capacity_bytes ? torch_format_size(*r.capacity_bytes) : "?";
   std::string free = r.device_free_bytes ? torch_format_size(*r.device_free_bytes) : "?";

@@ -24,6 +24,8 @@ std::string cause_evidence(analysis::OomCause cause, const analysis::OomReport& 
                            const std::vector<analysis::Leak>& leaks);
 /// One fix, in words.
 std::string fix_words(analysis::OomFix fix, const analysis::OomReport& r);
+/// A pasted OOM message against the report's state, a line per figure.
+std::vector<std::string> message_check_words(const analysis::OomMessageCheck& c, const analysis::OomReport& r);
 /// PyTorch's own error message, rebuilt from the figures ("?" where the file does not tell).
 std::string torch_message(const analysis::OomReport& r);
 

@@ -174,4 +174,49 @@ check("--at-time without times", rc == 2 and err ==
 rc, out, err = run(["analyze", "--device", "7", leak])
 check("--device absent", rc == 2 and "no such device" in err, "%d %r" % (rc, err))
 
+# --- --oom-message: PyTorch's message, pasted or in a file ------------------------------------------
+# capacity.pickle's OOM, worded from its truth file as PyTorch >= 2.2 does (wrapped as a log
+# might wrap it): every figure matches, in the text and in JSON.
+cap = os.path.join(TESTDATA, "snapgen", "capacity.pickle")
+with open(os.path.join(TESTDATA, "snapgen", "capacity.truth.json")) as fh:
+    ct = json.load(fh)
+
+
+def format_size(n):  # c10's format_size
+    if n <= 1024:
+        return "%d bytes" % n
+    for limit, unit, scale in ((1 << 20, "KiB", 1 << 10), (1 << 30, "MiB", 1 << 20)):
+        if n <= limit:
+            return "%.2f %s" % (n / scale, unit)
+    return "%.2f GiB" % (n / (1 << 30))
+
+
+o, capacity = ct["oom"], ct["capacity_bytes"][ct["oom"]["device"]]
+message = ("CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free.\n"
+           "Including non-PyTorch memory, this process has %s memory in use. Of the allocated memory %s is\n"
+           "allocated by PyTorch, and %s is reserved by PyTorch but unallocated." %
+           (format_size(o["segment_request"]), o["device"], format_size(capacity), format_size(o["device_free"]),
+            format_size(capacity - o["device_free"]), format_size(o["allocated"]),
+            format_size(o["reserved"] - o["allocated"])))
+msg_file = os.path.join(tempfile.mkdtemp(prefix="memsnap-cli-"), "oom.txt")
+with open(msg_file, "w") as fh:
+    fh.write(message)
+rc, out, err = run(["analyze", "--format", "json", "--oom-message", "@" + msg_file, cap])
+m = json.loads(out)["devices"][0]["oom"]["oom_message"] if rc == 0 else {}
+check("--oom-message @FILE: figures match the trace's OOM",
+      rc == 0 and all(m[k] is True for k in ("request_matches", "allocated_matches", "reserved_matches",
+                                              "free_matches")) and m["state_differs"] is False and
+      m["device"] == o["device"], "%d %r %r" % (rc, err, m))
+rc, text, err = run(["analyze", "--oom-message", message, cap])
+mine = text.split("your message", 1)[1].split("fix", 1)[0] if "your message" in text else ""
+check("--oom-message text: checked, in 80 columns",
+      rc == 0 and "this request" in mine and mine.count("matches") == 3 and "differs" not in mine and
+      max(len(l) for l in text.splitlines()) <= 80, text)
+rc, out, err = run(["analyze", "--oom-message", "RuntimeError: CUDA error: device-side assert triggered", cap])
+check("--oom-message without 'Tried to allocate'", rc == 2 and err == 'memsnap: --oom-message: no "Tried to '
+      'allocate SIZE" in the text: paste PyTorch\'s "CUDA out of memory" message whole\n', "%d %r" % (rc, err))
+rc, out, err = run(["analyze", "--oom-message", "@/nonexistent/oom.txt", cap])
+check("--oom-message @FILE missing", rc == 2 and err == "memsnap: --oom-message: /nonexistent/oom.txt: cannot open "
+      "the file\n", "%d %r" % (rc, err))
+
 finish()

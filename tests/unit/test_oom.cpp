@@ -231,3 +231,146 @@ TEST_CASE("advice never asks for a setting that is already on") {
   auto p = ooms_of(plain.snapshot, 0).at(0);
   CHECK(std::find(p.fixes.begin(), p.fixes.end(), analysis::OomFix::ExpandableSegments) != p.fixes.end());
 }
+
+TEST_CASE("parse_oom_message: both wordings, wrapped, and what is not a message") {
+  constexpr uint64_t GiB = uint64_t{1} << 30, MiB = uint64_t{1} << 20;
+  auto half_unit = [](uint64_t unit) { return (unit + 199) / 200; };  // half of 0.01 unit, rounded up
+  // >= 2.2, with another process listed and a line break where a log wrapped it
+  auto m = analysis::parse_oom_message(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
+      "79.15 GiB of which 1.20 GiB is free. Process 4242 has 3.00 GiB memory in use. Including non-PyTorch\n"
+      "    memory, this process has 74.95 GiB memory in use. Of the allocated memory 70.25 GiB is allocated by "
+      "PyTorch, and 4.10 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
+      "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.");
+  REQUIRE(m);
+  CHECK(m->tried.bytes == 2 * GiB);
+  CHECK(m->tried.within == half_unit(GiB));
+  CHECK(m->device == 3);
+  REQUIRE((m->capacity && m->free && m->process && m->allocated && m->reserved));
+  CHECK(m->capacity->bytes == uint64_t(79.15 * double(GiB) + 0.5));
+  CHECK(m->free->bytes == uint64_t(1.20 * double(GiB) + 0.5));
+  CHECK(m->process->bytes == uint64_t(74.95 * double(GiB) + 0.5));  // this process's, not process 4242's
+  CHECK(m->allocated->bytes == uint64_t(70.25 * double(GiB) + 0.5));
+  CHECK(m->reserved->bytes == m->allocated->bytes + uint64_t(4.10 * double(GiB) + 0.5));  // AL + R
+  CHECK(m->reserved->within == 2 * half_unit(GiB));
+  // <= 2.1
+  m = analysis::parse_oom_message(
+      "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; 6.81 GiB "
+      "already allocated; 12.44 MiB free; 6.87 GiB reserved in total by PyTorch) If reserved memory is >> "
+      "allocated memory try setting max_split_size_mb to avoid fragmentation.");
+  REQUIRE(m);
+  CHECK(m->tried.bytes == 20 * MiB);
+  CHECK(m->device == 0);
+  CHECK(m->capacity->bytes == uint64_t(7.79 * double(GiB) + 0.5));
+  CHECK(m->allocated->bytes == uint64_t(6.81 * double(GiB) + 0.5));
+  CHECK(m->free->bytes == uint64_t(12.44 * double(MiB) + 0.5));
+  CHECK(m->reserved->bytes == uint64_t(6.87 * double(GiB) + 0.5));
+  CHECK_FALSE(m->process);
+  // "N bytes" is exact; figures the message does not give stay empty
+  m = analysis::parse_oom_message("Tried to allocate 512 bytes. GPU 0 has a total capacity of ? of which ? is free.");
+  REQUIRE(m);
+  CHECK(m->tried.bytes == 512);
+  CHECK(m->tried.within == 0);
+  CHECK_FALSE(m->capacity);
+  CHECK_FALSE(m->free);
+  CHECK(m->tried.matches(512));
+  CHECK_FALSE(m->tried.matches(514));
+  // not a message, or a size that does not parse
+  CHECK_FALSE(analysis::parse_oom_message("CUDA error: an illegal memory access was encountered"));
+  CHECK_FALSE(analysis::parse_oom_message("Tried to allocate 99999999999999999999 GiB."));
+  CHECK_FALSE(analysis::parse_oom_message("Tried to allocate 1.5.0 GiB."));
+  CHECK_FALSE(analysis::parse_oom_message("Tried to allocate 2.00 GiBibytes"));
+  CHECK_FALSE(analysis::parse_oom_message("Tried to allocate 2.5 bytes"));
+  CHECK_FALSE(analysis::parse_oom_message(""));
+}
+
+namespace {
+
+// PyTorch's >= 2.2 message from figures, as c10's format_size prints them (written here,
+// not memsnap's own rebuilt message).
+std::string torch_22_message(int gpu, uint64_t tried, uint64_t capacity, uint64_t free, uint64_t process,
+                             uint64_t allocated, uint64_t reserved) {
+  return "CUDA out of memory. Tried to allocate " + torch_format_size(tried) + ". GPU " + std::to_string(gpu) +
+         " has a total capacity of " + torch_format_size(capacity) + " of which " + torch_format_size(free) +
+         " is free. Including non-PyTorch memory, this process has " + torch_format_size(process) +
+         " memory in use. Of the allocated memory " + torch_format_size(allocated) + " is allocated by PyTorch, and " +
+         torch_format_size(reserved - allocated) + " is reserved by PyTorch but unallocated.";
+}
+
+}  // namespace
+
+TEST_CASE("--oom-message: checked against the trace's OOM, the truth's figures match") {
+  for (const char* name : {"frag", "capacity"}) {
+    CAPTURE(name);
+    auto l = snapshot::load_snapshot(test::testdata(std::string("snapgen/") + name + ".pickle").string());
+    auto truth = test::read_json_file(test::testdata(std::string("snapgen/") + name + ".truth.json"));
+    auto t = truth["oom"];
+    int dev = t["device"].get<int>();
+    uint64_t capacity = truth["capacity_bytes"][dev].get<uint64_t>(), free = t["device_free"].get<uint64_t>();
+    uint64_t reserved = t["reserved"].get<uint64_t>(), allocated = t["allocated"].get<uint64_t>();
+    analysis::OomOptions opt;
+    opt.message = analysis::parse_oom_message(torch_22_message(dev, t["segment_request"].get<uint64_t>(), capacity,
+                                                               free, capacity - free, allocated, reserved));
+    REQUIRE(opt.message);
+    auto plain = ooms_of(l.snapshot, dev).at(0);
+    auto o = ooms_of(l.snapshot, dev, opt).at(0);
+    REQUIRE(o.message);
+    const auto& c = *o.message;
+    CHECK(c.request_matches);
+    CHECK(c.allocated_matches == true);
+    CHECK(c.reserved_matches == true);
+    CHECK(c.free_matches == true);
+    CHECK_FALSE(c.state_differs());
+    CHECK(o.capacity_bytes == opt.message->capacity->bytes);  // taken from the message
+    // the simulated device holds the allocator's segments and free memory, nothing else,
+    // so neither this process outside the allocator nor another process holds any
+    CHECK(capacity == reserved + free);
+    CHECK(c.outside_allocator_bytes == uint64_t{0});
+    CHECK(c.other_processes_bytes == uint64_t{0});
+    CHECK(o.causes == plain.causes);  // the simulated device holds nothing else: same verdict
+    auto j = oom_json(l.snapshot, dev, opt)["oom_message"];
+    CHECK(j["request_matches"] == true);
+    CHECK(j["tried_bytes"] == opt.message->tried.bytes);
+  }
+}
+
+TEST_CASE("--oom-message without an OOM in the trace: stands in for --oom-size, and tells a different state") {
+  // frag_after_oom's OOM-time figures against train.pickle's dumped state, which holds no OOM
+  auto l = snapshot::load_snapshot(test::testdata("snapgen/train.pickle").string());
+  auto dumped = test::read_json_file(test::testdata("snapgen/train.truth.json"))["per_device"][0];
+  auto t = test::read_json_file(test::testdata("snapgen/frag_after_oom.truth.json"))["oom"];
+  uint64_t tried = t["segment_request"].get<uint64_t>(), reserved = t["reserved"].get<uint64_t>(),
+           allocated = t["allocated"].get<uint64_t>(), free = t["device_free"].get<uint64_t>();
+  uint64_t capacity = reserved + free + (3ull << 30);  // another 3 GiB in use on the device
+  analysis::OomOptions opt;
+  opt.message = analysis::parse_oom_message(torch_22_message(0, tried, capacity, free, reserved, allocated, reserved));
+  REQUIRE(opt.message);
+  auto o = ooms_of(l.snapshot, 0, opt);
+  REQUIRE(o.size() == 1);
+  CHECK_FALSE(o[0].from_trace);
+  CHECK(o[0].device_free_bytes == opt.message->free->bytes);
+  CHECK(o[0].allocated_bytes == dumped["allocated"].get<uint64_t>());
+  REQUIRE(o[0].message);
+  const auto& c = *o[0].message;
+  CHECK(c.allocated_matches == opt.message->allocated->matches(dumped["allocated"].get<uint64_t>()));
+  CHECK(c.reserved_matches == opt.message->reserved->matches(dumped["reserved"].get<uint64_t>()));
+  CHECK(c.state_differs());
+  CHECK_FALSE(c.free_matches);  // no oom event records it
+  // the 3 GiB are another process's, within the rounding of the printed figures
+  REQUIRE(c.other_processes_bytes);
+  uint64_t slack = opt.message->capacity->within + opt.message->free->within + opt.message->process->within;
+  CHECK(*c.other_processes_bytes + slack >= (3ull << 30));
+  CHECK(*c.other_processes_bytes <= (3ull << 30) + slack);
+  CHECK(has_cause(o[0], analysis::OomCause::External));  // the message's capacity and free memory show it
+  CHECK(c.message_cause ==
+        (reserved - allocated >= tried ? analysis::OomCause::Fragmentation : analysis::OomCause::Capacity));
+  // a message about a GPU the file does not have is checked against nothing, with a warning
+  opt.message->device = 7;
+  analysis::Context ctx(l.snapshot);
+  analysis::AnalyzeOptions ao;
+  ao.oom = opt;
+  auto r = analysis::analyze(ctx, ao);
+  CHECK(r.devices.at(0).ooms.explained.empty());
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("GPU 7") != std::string::npos);
+}

@@ -27,6 +27,7 @@
 
 #include "memsnap/analysis/accounting.hpp"
 #include "memsnap/analysis/leaks.hpp"
+#include "memsnap/analysis/oom_message.hpp"
 #include "memsnap/analysis/peak.hpp"
 #include "memsnap/analysis/replay.hpp"
 
@@ -46,6 +47,32 @@ enum class OomFix : uint8_t {
   ExternalMemory,      // look at memory outside PyTorch
   ReduceLive,          // smaller batch, checkpointing, mixed precision, sharding
   RetryOutsideExcept,  // retry after the except clause
+};
+
+/// A pasted OOM message (--oom-message) set against the report's state. A figure
+/// "matches" when the state's prints as the message's (within its rounding, and for
+/// a replayed state within approximate_within_bytes).
+struct OomMessageCheck {
+  OomMessage said;
+  bool request_matches = false;           // "Tried to allocate" vs segment_request_bytes
+  std::optional<bool> allocated_matches;  // vs allocated_bytes
+  std::optional<bool> reserved_matches;   // vs reserved_bytes
+  std::optional<bool> free_matches;       // vs the oom event's device free (from the trace only)
+  /// capacity - free - this process (>= 2.2 wording): other processes' memory, which no
+  /// snapshot shows; 0 when the figures' rounding could make up the difference.
+  std::optional<uint64_t> other_processes_bytes;
+  /// this process - reserved by PyTorch: CUDA context, NCCL, cuBLAS and other memory
+  /// outside the caching allocator; 0 as above.
+  std::optional<uint64_t> outside_allocator_bytes;
+  /// The cause by the message's figures alone: fragmentation when what PyTorch had
+  /// reserved but not allocated covered the "Tried to allocate" size, else capacity
+  /// (nullopt without both figures). It stands in when the state differs.
+  std::optional<OomCause> message_cause;
+  /// The state differs from the message in allocated or reserved bytes: it is not the
+  /// state at the error (a dump taken after the exception freed memory, or another OOM).
+  bool state_differs() const {
+    return (allocated_matches && !*allocated_matches) || (reserved_matches && !*reserved_matches);
+  }
 };
 
 struct OomReport {
@@ -84,6 +111,7 @@ struct OomReport {
   std::vector<PinningSite> pinning_sites;  // pin free memory in the request's pool and stream (top 5)
   bool retry_in_except = false;            // allocations resumed while the failed step's tensors were alive
   std::string retry_site;
+  std::optional<OomMessageCheck> message;  // --oom-message, on the report it describes
 
   OomCause cause() const { return causes.front(); }
 };
@@ -104,6 +132,11 @@ struct OomOptions {
   std::optional<uint64_t> capacity;         // the device's total memory
   std::optional<uint64_t> assumed_request;  // analyse the dump as an OOM of this size (no oom event)
   std::optional<uint64_t> assumed_stream;
+  /// --oom-message: on its GPU (every device when it names none), the last OOM of the
+  /// trace is checked against it, or, without one, it stands for --oom-size (its
+  /// "Tried to allocate"), with the device free and capacity it gives. --capacity and
+  /// --oom-size override its figures.
+  std::optional<OomMessage> message;
 };
 
 inline constexpr size_t kExplainedOoms = 20;
