@@ -1,5 +1,5 @@
 // Fuzz target: any bytes through the whole CLI path: detect, decode, build, every
-// analysis (analyze with --at, --fits, --oom-size and a timeline; events; diff) and
+// analysis (analyze with --at, --fits, --oom-size, --oom-message and a timeline; events; diff) and
 // every reporter (text, JSON, SVG, CSV) into a discarding sink. The same bytes then go
 // through the windows a large input takes (compressed, through the decoding window; as a
 // file, read ahead): the model, or the error, must be the one the bytes in memory give; and
@@ -24,6 +24,7 @@
 #include "memsnap/analysis/analyze.hpp"
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/analysis/events.hpp"
+#include "memsnap/analysis/oom_message.hpp"
 #include "memsnap/analysis/slice.hpp"
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/pickle/unpickler.hpp"
@@ -184,6 +185,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::ostream sink(&buffer);
   snapshot::LoadOptions opt;
   opt.read.max_buffer_bytes = uint64_t{64} << 20;  // keep decompression bombs cheap
+  (void)analysis::parse_oom_message({reinterpret_cast<const char*>(data), size});  // --oom-message's text
   check_windows(data, size, opt);
   check_fast_path(data, size);
   try {
@@ -195,6 +197,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     analysis::AnalyzeOptions o;
     o.oom.assumed_request = 1 << 20;
     o.oom.capacity = uint64_t{80} << 30;
+    o.oom.message = analysis::parse_oom_message(
+        "Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 80.00 GiB of which 1.00 GiB is free. Including "
+        "non-PyTorch memory, this process has 3.00 GiB memory in use. Of the allocated memory 1.00 GiB is allocated "
+        "by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.");
     o.fits = analysis::FitsQuery{3 << 20, 0};
     analysis::TimelineOptions t;
     t.by_site = true;
