@@ -95,13 +95,9 @@ void decide(const snapshot::AllocatorSettings& settings, bool expandable_regime,
 OomMessageCheck check_message(const OomMessage& m, const OomReport& r) {
   OomMessageCheck c;
   c.said = m;
-  auto close = [&](const PrintedSize& said, uint64_t state) {
-    uint64_t d = state > said.bytes ? state - said.bytes : said.bytes - state;
-    return d <= said.within + 1 + r.approximate_within_bytes;
-  };
   c.request_matches = m.tried.matches(r.segment_request_bytes);
-  if (m.allocated) c.allocated_matches = close(*m.allocated, r.allocated_bytes);
-  if (m.reserved) c.reserved_matches = close(*m.reserved, r.reserved_bytes);
+  if (m.allocated) c.allocated_matches = m.allocated->matches(r.allocated_bytes, r.approximate_within_bytes);
+  if (m.reserved) c.reserved_matches = m.reserved->matches(r.reserved_bytes);  // segments: exact
   if (m.free && r.from_trace && r.device_free_bytes) c.free_matches = m.free->matches(*r.device_free_bytes);
   if (m.reserved && m.allocated && m.reserved->bytes >= m.allocated->bytes)
     c.message_cause =

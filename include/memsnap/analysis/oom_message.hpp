@@ -25,10 +25,10 @@ struct PrintedSize {
   uint64_t bytes = 0;
   uint64_t within = 0;  // 0 for "N bytes"; half a unit of the second decimal otherwise
   /// Whether `exact` prints as this (within the rounding, and a byte of slack for the
-  /// conversion through double).
-  bool matches(uint64_t exact) const {
+  /// conversion through double), give or take `slack` more: how far `exact` itself may be off.
+  bool matches(uint64_t exact, uint64_t slack = 0) const {
     uint64_t d = exact > bytes ? exact - bytes : bytes - exact;
-    return d <= within + 1;
+    return d <= within + 1 + slack;
   }
 };
 
