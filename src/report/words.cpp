@@ -543,15 +543,14 @@ std::string dropped_events_words(const analysis::TraceSummary& t, const snapshot
     case DroppedEvents::NotShown: return "";
     case DroppedEvents::Overflowed:
       return "the trace's ring buffer overflowed (allocator_settings.trace_alloc_overflowed): older events were "
-             "dropped, and an OOM among them would not show";
+             "dropped";
     case DroppedEvents::Full:
       return "the trace holds trace_alloc_max_entries (" +
              with_commas(static_cast<uint64_t>(settings.trace_alloc_max_entries.value_or(0))) +
-             ") entries: its ring buffer is full, older events were dropped, and an OOM among them would not show";
+             ") entries: its ring buffer is full and older events were dropped";
     case DroppedEvents::OneEntry:
-      return "one entry after earlier allocations: the one-event ring buffer PyTorch 2.0 keeps by default "
-             "(_record_memory_history(True), trace_alloc_max_entries=1); what came before it, an OOM included, "
-             "is not in the file";
+      return "the trace is one entry after earlier allocations: the one-event ring buffer PyTorch 2.0 keeps by default "
+             "(_record_memory_history(True), trace_alloc_max_entries=1), so older events are not in the file";
   }
   return "";
 }

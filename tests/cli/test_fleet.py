@@ -322,6 +322,22 @@ try:
         rc, st = oom_status(path)
         check("no-oom SKIP: " + os.path.basename(path), rc == 0 and len(st) == 1 and st[0][0] == "skip" and
               word in st[0][1], (rc, st))
+    # --max-peak likewise: within the limit is SKIP where older events were dropped (a higher
+    # peak may be among them), above it FAIL; with nothing dropped, PASS.
+    def peak_of(path):
+        rc, out, _ = run(["analyze", "--format", "json", path])
+        return json.loads(out)["devices"][0]["peak"]["allocated_bytes"]
+
+    for path, dropped in ((one, True), (overflowed, True), (roomy, False)):
+        peak = peak_of(path)
+        rc, out, _ = run(["check", "--max-peak", str(peak), "--format", "json", path])
+        st = [(l["status"], l.get("reason", "")) for l in json.loads(out)["results"]]
+        want = "skip" if dropped else "pass"
+        check("max-peak at the peak: %s %s" % (want, os.path.basename(path)),
+              rc == 0 and st[0][0] == want and (not dropped or "a higher peak among them" in st[0][1]), (rc, st))
+        rc, out, _ = run(["check", "--max-peak", str(peak - 1), "--format", "json", path])
+        check("max-peak below the peak: fail " + os.path.basename(path),
+              rc == 1 and json.loads(out)["results"][0]["status"] == "fail", (rc, out[:300]))
     rc, st = oom_status(roomy)
     check("no-oom PASS with room in the buffer", rc == 0 and st == [("pass", "")], (rc, st))
     frag_ooms = sum(e["action"] == "oom" for e in frag["device_traces"][0])
