@@ -203,7 +203,7 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
       std::string t = at_time(r.time_us, origin);
       if (!t.empty()) out << " (" << t << ")";
     } else {
-      out << ": the OOM moment is not in the file; figures are the dumped state's";
+      out << ": not in the trace; the figures are the dumped state's";
     }
     out << '\n';
     auto line = [&](const char* label, const std::string& text) {

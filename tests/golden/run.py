@@ -4,7 +4,8 @@
 Each line of cases.txt is `NAME ARGS...`: memsnap runs with ARGS (paths relative to the
 repository root, COLUMNS=80, no colour) and its stdout must equal expected/NAME exactly; a
 non-zero exit status or any stderr is pinned too, in expected/NAME.status. Every case runs
-twice, and the two runs must agree (the output is deterministic).
+twice, and the two runs must agree (the output is deterministic). Text cases (.txt) must fit
+80 columns.
 
   tests/golden/run.py BUILD/memsnap            compare
   tests/golden/run.py BUILD/memsnap --update   rewrite expected/ after a deliberate change;
@@ -69,6 +70,11 @@ def main():
         if (out, status) != (out2, status2):
             failures.append("%s: two runs differ (output is not deterministic)" % name)
         out_path, status_path = os.path.join(EXPECTED, name), os.path.join(EXPECTED, name + ".status")
+        # Text for people fits the 80 columns it was asked for (COLUMNS=80), --update or not.
+        if name.endswith(".txt"):
+            wide = [l for l in out.splitlines() if len(l) > 80]
+            if wide:
+                failures.append("%s: %d lines wider than 80 columns, e.g. %r" % (name, len(wide), wide[0]))
         if update:
             write(out_path, out)
             write(status_path, status)
@@ -80,11 +86,13 @@ def main():
                                                     "expected/" + os.path.basename(path), "actual", n=2))
                 failures.append("%s: output differs from %s\n%s" % (name, os.path.relpath(path, ROOT), diff[:6000]))
     if update:
+        for f in failures:
+            print("FAIL " + f)
         stale = [f for f in os.listdir(EXPECTED) if f.split(".status")[0] not in names]
         for f in stale:
             os.remove(os.path.join(EXPECTED, f))
         print("updated %d golden cases (%d stale files removed)" % (len(cases), len(stale)))
-        return 0
+        return 1 if failures else 0
     for f in failures:
         print("FAIL " + f)
     print("%d cases, %d failures" % (len(cases), len(failures)))
