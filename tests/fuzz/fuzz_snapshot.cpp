@@ -184,7 +184,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   NullBuffer buffer;
   std::ostream sink(&buffer);
   snapshot::LoadOptions opt;
-  opt.read.max_buffer_bytes = uint64_t{64} << 20;  // keep decompression bombs cheap
+  opt.read.max_buffer_bytes = uint64_t{64} << 20;                                  // keep decompression bombs cheap
   (void)analysis::parse_oom_message({reinterpret_cast<const char*>(data), size});  // --oom-message's text
   check_windows(data, size, opt);
   check_fast_path(data, size);
