@@ -184,8 +184,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   NullBuffer buffer;
   std::ostream sink(&buffer);
   snapshot::LoadOptions opt;
-  opt.read.max_buffer_bytes = uint64_t{64} << 20;                                  // keep decompression bombs cheap
-  (void)analysis::parse_oom_message({reinterpret_cast<const char*>(data), size});  // --oom-message's text
+  opt.read.max_buffer_bytes = uint64_t{64} << 20;  // keep decompression bombs cheap
+  // The bytes as the text of --oom-message.
+  (void)analysis::parse_oom_message({reinterpret_cast<const char*>(data), size});
   check_windows(data, size, opt);
   check_fast_path(data, size);
   try {
