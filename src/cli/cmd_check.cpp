@@ -161,20 +161,26 @@ void check_device(const std::string& file, const analysis::DeviceAnalysis& d,
   };
   size("max-reserved", t.reserved_bytes, "devices[].totals.reserved_bytes");
   size("max-allocated", t.allocated_bytes, "devices[].totals.allocated_bytes");
+  // A check the file cannot answer is not judged, never passed: no leak can be seen
+  // without iterations to compare, no OOM without a trace, and neither an OOM nor a
+  // higher peak among events the ring buffer dropped.
+  auto not_judged = [&](report::CheckLine l, std::string why) {
+    l.status = report::CheckStatus::Skip;
+    l.figure = nullptr;  // no figure: 0 would read as a pass
+    l.figure_text.clear();
+    l.message = std::move(why);
+    out.push_back(std::move(l));
+  };
   const bool dropped = d.trace.dropped != analysis::DroppedEvents::NotShown;
   auto peak_limit = limits.sizes.find("max-peak");
   if (d.peaks.allocated && dropped && peak_limit != limits.sizes.end() &&
       d.peaks.allocated->allocated_bytes <= peak_limit->second) {
     // Only a peak above the limit is a finding: a higher one may have been dropped.
-    report::CheckLine l = size_line(file, d.device, "max-peak", d.peaks.allocated->allocated_bytes, peak_limit->second,
-                                    "devices[].trace.events_dropped");
-    l.status = report::CheckStatus::Skip;
-    l.figure = nullptr;
-    l.figure_text.clear();
-    l.message = "not judged: the trace's peak, " + human_bytes(d.peaks.allocated->allocated_bytes) +
-                ", is within the limit, but " + report::dropped_events_words(d.trace, settings) +
-                ": a higher peak among them would not show";
-    out.push_back(std::move(l));
+    not_judged(size_line(file, d.device, "max-peak", d.peaks.allocated->allocated_bytes, peak_limit->second,
+                         "devices[].trace.events_dropped"),
+               "not judged: the trace's peak, " + human_bytes(d.peaks.allocated->allocated_bytes) +
+                   ", is within the limit, but " + report::dropped_events_words(d.trace, settings) +
+                   ": a higher peak among them would not show");
   } else if (d.peaks.allocated) {
     size("max-peak", d.peaks.allocated->allocated_bytes, "devices[].peak.allocated_bytes");
   } else {
@@ -199,38 +205,26 @@ void check_device(const std::string& file, const analysis::DeviceAnalysis& d,
     out.push_back(std::move(l));
   }
   size("max-stranded", t.stranded_bytes, "devices[].fragmentation.stranded_bytes");
-  // A check the file cannot answer is not judged, never passed: no leak can be seen
-  // without iterations to compare, no OOM without a trace.
-  auto not_judged = [&](const char* check, std::string why, const char* what) {
-    report::CheckLine l = count_line(file, d.device, check, 0, what);
-    l.status = report::CheckStatus::Skip;
-    l.figure = nullptr;  // no figure: 0 would read as a pass
-    l.figure_text.clear();
-    l.message = std::move(why);
-    out.push_back(std::move(l));
-  };
   if (limits.no_leaks) {
     if (analysis::leaks_judged(d.iterations))
       out.push_back(count_line(file, d.device, "no-leaks", d.leaks.size(), "devices[].leaks"));
     else
-      not_judged("no-leaks",
+      not_judged(count_line(file, d.device, "no-leaks", 0, "devices[].iterations"),
                  "not judged: leaks are judged over " + std::to_string(analysis::kLeakMinIterations) +
                      " iterations or more, and " +
                      (d.iterations.count ? std::to_string(d.iterations.count) + " were found"
-                                         : "none were found: " + report::iteration_evidence(d.iterations)),
-                 "devices[].iterations");
+                                         : "none were found: " + report::iteration_evidence(d.iterations)));
   }
   if (limits.no_oom) {
     // An OOM in the trace fails; none passes only when the trace shows no sign of
     // having dropped what came before it.
     if (!d.trace.entries)
-      not_judged("no-oom", "not judged: the device has no trace, and OOM events are recorded only there",
-                 "devices[].trace.entries");
+      not_judged(count_line(file, d.device, "no-oom", 0, "devices[].trace.entries"),
+                 "not judged: the device has no trace, and OOM events are recorded only there");
     else if (d.ooms.total == 0 && dropped)
       not_judged(
-          "no-oom",
-          "not judged: " + report::dropped_events_words(d.trace, settings) + ": an OOM among them would not show",
-          "devices[].trace.events_dropped");
+          count_line(file, d.device, "no-oom", 0, "devices[].trace.events_dropped"),
+          "not judged: " + report::dropped_events_words(d.trace, settings) + ": an OOM among them would not show");
     else
       out.push_back(count_line(file, d.device, "no-oom", d.ooms.total, "devices[].oom_events"));
   }
