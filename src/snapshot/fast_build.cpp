@@ -23,12 +23,17 @@
 #include "fast_build.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -168,15 +173,21 @@ enum Tag : uint8_t {
   kFloat,
   kStr,
   kTuple,
-  kOther,    // atoms
-  kOpen,     // a container being built: a = open record
-  kFrame,    // a = provisional FrameId
-  kStack,    // a = provisional StackId
-  kEvent,    // a trace event decoded by the fixed-layout decoder: a = staging index
-  kBlocks,   // a finished blocks list: a..b = range of pending_blocks_
-  kRoundup,  // a finished roundup dict: a..b = range of roundup_
-  kDone,     // a finished container of no interest (an ignored value)
+  kOther,     // atoms
+  kOpen,      // a container being built: a = open record
+  kFrame,     // a = provisional FrameId
+  kStack,     // a = provisional StackId
+  kEvent,     // a trace event decoded by the fixed-layout decoder: a = staging index
+  kBlocks,    // a finished blocks list: a..b = range of pending_blocks_
+  kRoundup,   // a finished roundup dict: a..b = range of roundup_
+  kDone,      // a finished container of no interest (an ignored value)
+  kDeferred,  // the second half of a split parse: a memo GET it cannot know yet; a = its
+              // placeholder stack id (kDeferredStack | index into deferred_)
 };
+constexpr uint32_t kDeferredStack = 0x80000000u;
+// The second half of a split parse: the frame that memo entry i will be, as a provisional
+// FrameId (kDeferredFrame | i). Protocol 4 never replaces a memo entry, so i names one frame.
+constexpr uint32_t kDeferredFrame = 0x80000000u;
 
 struct Slot {
   Tag tag = kNone;
@@ -438,6 +449,18 @@ struct Bail {
 [[noreturn, gnu::cold, gnu::noinline]] void bail(int line = __builtin_LINE()) {
   throw Bail{line};
 }
+// MEMSNAP_FAST_DEBUG=1: where the fast path gave up, and how a split parse went.
+bool fast_debug() {
+  static const bool on = [] {
+    const char* d = std::getenv("MEMSNAP_FAST_DEBUG");
+    return d && *d == '1';
+  }();
+  return on;
+}
+
+// Thrown by the second half of a split parse at the first opcode below the context it was
+// started in (the end of device_traces' batch): its work is done.
+struct TailStop {};
 
 // Memo: 4-byte handles in pages of 4096, a page allocated only when it holds a useful
 // entry (trace event dicts, memoized by the pickler and never referenced, cost nothing).
@@ -454,6 +477,11 @@ class Memo {
     }
   }
   uint32_t get(uint64_t i) const {
+    if (i >= limit_) return 0;
+    return raw(i);
+  }
+  // The entry at i whatever the limit (a split parse's own entries, see copy_known).
+  uint32_t raw(uint64_t i) const {
     uint64_t page = i >> 12;
     if (page >= pages_.size() || pages_[page] == nullptr) return 0;
     return pages_[page][i & 4095];
@@ -479,6 +507,17 @@ class Memo {
   // chunks' faults were taken on the parsing thread (perf: Memo::put under
   // do_huge_pmd_wp_page, 5% of a 114 MB analyze).
   void large_input() { spare_from_ = 0; }
+  // The second half of a split parse (see SplitParse): entries [0, n) are `from`'s frames and
+  // atoms, and every index from n on is unknown here: get() reads no entry there. What this
+  // half memoizes itself goes on from n, for raw() once the true index is known.
+  void copy_known(const Memo& from, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      uint32_t h = from.get(i), kind = h & ~kPayload;
+      if (kind == kFrame || kind == kAtom) put(i, h);
+    }
+    limit_ = n;
+  }
+  uint64_t limit() const { return limit_; }
 
  private:
   // Pages come zeroed from 2 MiB anonymous mappings, 128 at a time: as calloc'd pages they
@@ -487,7 +526,8 @@ class Memo {
   // in use is mapped early and prefaulted on the second core (see util/prefault.hpp), once
   // the memo has taken a few chunks: a small input is not made to hold a spare.
   static constexpr size_t kChunk = size_t{2} << 20;
-  size_t spare_from_ = 4;  // chunks taken before a spare is kept (see large_input)
+  size_t spare_from_ = 4;        // chunks taken before a spare is kept (see large_input)
+  uint64_t limit_ = UINT64_MAX;  // indices from here have no entry (copy_known)
   uint32_t* new_page() {
     if (chunk_left_ == 0) {
       void* c = spare_ ? spare_ : map_chunk();
@@ -535,7 +575,8 @@ class FastBuilder {
   // again (nullptr: `in` is it, or with a window, there is none: the bytes of strings and
   // spans are copied as they are read, see kept_).
   FastBuilder(std::span<const uint8_t> in, const io::ByteSource* arriving, io::ReadAhead* window, const uint8_t* back,
-              util::MemoryBudget* budget, const ProgressFn* progress, uint64_t progress_total)
+              util::MemoryBudget* budget, const ProgressFn* progress, uint64_t progress_total,
+              const SplitOptions& split = {})
       : begin_(in.data()),
         back_(back ? back : in.data()),
         keep_(window && !back),
@@ -552,6 +593,7 @@ class FastBuilder {
     // decodes to as much), a second core, memory to spare.
     if (window && window->size_hint() >= (uint64_t{64} << 20)) memo_.large_input();
     next_check_ = std::min(next_account_, next_release_);
+    if (!window && !arriving && in.size() >= split.from) plan_split(split);
   }
 
   FastResult run();
@@ -673,15 +715,33 @@ class FastBuilder {
     if (s.tag != kStr) bail();
     return str(s);
   }
-  uint32_t stack_of(const Slot& s) const {
+  uint32_t stack_of(const Slot& s) {
     if (s.tag == kStack) return s.a;
-    bail();
+    if (s.tag != kDeferred) bail();
+    deferred_[s.a & ~kDeferredStack].use |= Deferred::kStackUse;
+    return s.a;
+  }
+  // The second half of a split parse: a frame dict it does not know, by memo index.
+  FrameId deferred_frame(uint64_t idx, uint64_t count) {
+    if (idx >= kDeferredFrame || count > Deferred::kCount) bail();
+    deferred_frames_.push_back({uint32_t(idx), uint32_t(count) | Deferred::kFrameUse});
+    return FrameId{kDeferredFrame | uint32_t(idx)};
+  }
+  // The second half of a split parse: a GET of an index it does not know, checked and
+  // resolved when the first half takes its work (take_tail).
+  Slot defer(uint64_t idx, uint64_t count) {
+    if (deferred_.size() >= 0x7FFFFFF0u || idx > UINT32_MAX || count > Deferred::kCount) bail();
+    deferred_.push_back({uint32_t(idx), uint32_t(count)});
+    Slot s;
+    s.tag = kDeferred;
+    s.a = kDeferredStack | uint32_t(deferred_.size() - 1);
+    return s;
   }
 
   // ---- memo ---------------------------------------------------------------------------
   uint32_t handle_of(const Slot& s) {
     switch (s.tag) {
-      case kFrame: return Memo::kFrame | s.a;
+      case kFrame: return s.a & kDeferredFrame ? 0 : Memo::kFrame | s.a;  // no handle for a frame not known yet
       case kStack: return Memo::kStack | s.a;
       case kNone:
       case kBool:
@@ -711,6 +771,8 @@ class FastBuilder {
   }
   Slot memo_get(uint64_t idx) {
     uint32_t h = memo_.get(idx);
+    if (tail_ && (h == 0 || (h & ~Memo::kPayload) == Memo::kStack)) [[unlikely]]
+      return defer(idx, memo_count_);
     Slot s;
     switch (h & ~Memo::kPayload) {
       case Memo::kAtom: return atoms_[h & Memo::kPayload];
@@ -856,6 +918,46 @@ class FastBuilder {
   Snapshot snap_;
   bool saw_root_ = false;
   uint64_t frame_end_ = 0;  // with a window: where the furthest FRAME read so far ends
+
+  // ---- a split parse: the second half of the input on another thread (see SplitParse) ----
+  struct Split;
+  void plan_split(const SplitOptions& o);
+  void maybe_split();
+  bool event_at(const uint8_t* q) const;
+  uint64_t find_start(const Split& sp) const;
+  void take_tail();
+  // The second half, at the end of a batch of its event list: another batch follows, or
+  // the list is done and so is this half (the first half goes on from here).
+  void end_of_batch() {
+    const uint8_t* q = p_;
+    skip_frame_ops(q);
+    if (q < end_ && *q == '(') return;
+    tail_end_ = off(p_);
+    throw TailStop{};
+  }
+  std::unique_ptr<Split> split_;               // the first half: the plan, then the running second half
+  uint64_t split_stop_ = UINT64_MAX;           // the first half: where the second half began
+  uint64_t split_try_ = UINT64_MAX;            // the first half: where it next tries to start the second
+  uint64_t split_step_ = 0;                    // SplitOptions::step
+  bool split_wait_ = false;                    // SplitOptions::wait
+  uint64_t split_events_at_ = 0;               // the first half: where it first had an event
+  bool tail_ = false;                          // this is the second half
+  uint32_t own_frame_bit_ = 0;                 // the second half: its own frames' provisional ids carry it
+  const std::atomic<bool>* cancel_ = nullptr;  // the second half: the first half gave up
+  uint64_t tail_end_ = 0;                      // the second half: the opcode it stopped before
+  bool split_taken_ = false;                   // the first half: it took the second half's work
+  // 8 bytes: a file's events make ~1 in 3 of them (each free's traceback), and as a vector
+  // of 24-byte records their growth was 2,000 of the second half's page faults (114 MB file).
+  struct Deferred {
+    static constexpr uint32_t kStackUse = 1u << 31, kFrameUse = 1u << 30, kCount = kFrameUse - 1;
+    uint32_t idx;  // the GET's memo index
+    uint32_t use;  // this half's memo count then (kCount bits), and how it was taken
+    uint64_t count() const { return use & kCount; }
+    bool stack() const { return use & kStackUse; }
+    bool frame() const { return use & kFrameUse; }
+  };
+  util::PodBuffer<Deferred> deferred_;     // the second half: GETs it could not resolve
+  std::vector<Deferred> deferred_frames_;  // the second half: frames it took by memo index
 };
 
 // ---- container creation: which parent, which role -----------------------------------------
@@ -1021,7 +1123,7 @@ uint32_t FastBuilder::frame_of(const Open& o) {
   if (has(F_fr_filename)) fr.filename = pstrings_.intern(str_of(f[F_fr_filename]));
   if (has(F_fr_name)) fr.name = pstrings_.intern(str_of(f[F_fr_name]));
   if (has(F_fr_line)) fr.line = int_of(f[F_fr_line]);
-  return pframes_.intern(fr).v;
+  return pframes_.intern(fr).v | own_frame_bit_;
 }
 
 TraceEvent FastBuilder::make_event(const Slot* f, uint32_t seen) {
@@ -1197,6 +1299,12 @@ void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
         tmp_frames_.clear();
         for (size_t i = 0; i < n; ++i) {
           Slot v = it[i].tag == kOpen ? finish(it[i].a) : it[i];
+          if (v.tag == kDeferred) [[unlikely]] {  // a frame the second half of a split parse does not know
+            Deferred& d = deferred_[v.a & ~kDeferredStack];
+            d.use |= Deferred::kFrameUse;
+            tmp_frames_.push_back(deferred_frame(d.idx, d.count()));
+            continue;
+          }
           if (v.tag != kFrame) bail();
           tmp_frames_.push_back(FrameId{v.a});
         }
@@ -1318,6 +1426,10 @@ uint32_t FastBuilder::decode_span(const uint8_t* a, const uint8_t* b) {
       q += 5;
     }
     uint32_t h = memo_.get(idx);
+    if (tail_ && h == 0) [[unlikely]] {
+      tmp_frames_.push_back(deferred_frame(idx, memo_count_));
+      continue;
+    }
     if ((h & ~Memo::kPayload) != Memo::kFrame) bail();
     tmp_frames_.push_back(FrameId{h & Memo::kPayload});
   }
@@ -1469,6 +1581,7 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
   } puts[8];
   int nputs = 0;
   auto lookup = [&](uint64_t idx, uint32_t& h) {
+    if (idx >= memo_.limit()) return false;  // the second half of a split parse: unknown
     for (int k = nputs; k-- > 0;)
       if (puts[k].idx == idx) return h = puts[k].handle, true;
     h = memo_.get(idx);
@@ -1546,13 +1659,18 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
     c = *q++;
     switch (c) {
       case 'h':
-        if (!lookup(*q++, h) || !get_slot(h, v)) return false;
-        break;
       case 'j': {
         uint32_t idx;
-        std::memcpy(&idx, q, 4);
-        q += 4;
-        if (!lookup(idx, h) || !get_slot(h, v)) return false;
+        if (c == 'h') {
+          idx = *q++;
+        } else {
+          std::memcpy(&idx, q, 4);
+          q += 4;
+        }
+        if (!lookup(idx, h) || !get_slot(h, v)) {
+          if (!tail_ || key.sym != Y_frames) return false;
+          v = defer(idx, count);  // another event's traceback, memoized where this half cannot see
+        }
         break;
       }
       case 'K': v = int_slot(*q++); break;
@@ -1675,12 +1793,23 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
 // Between opcodes, every MiB of input, and every half chunk of a read-ahead window.
 void FastBuilder::checkpoint() {
   uint64_t at = off(p_);
+  if (cancel_ && cancel_->load(std::memory_order_relaxed)) bail();
+  if (split_) {
+    if (at >= split_stop_) {
+      take_tail();
+    } else if (split_stop_ == UINT64_MAX && at >= split_try_) {  // start the second half, or hear where
+      split_try_ = at + split_step_;
+      maybe_split();
+    }
+    at = off(p_);
+  }
   if (window_) {
     window_->release_before(size_t(at));  // only p_ points into the input between opcodes
     next_release_ = at + window_->chunk() / 2;
   }
   if (at >= next_account_) account();
   next_check_ = window_ ? std::min(next_account_, next_release_) : next_account_;
+  if (split_) next_check_ = std::min(next_check_, split_stop_ != UINT64_MAX ? split_stop_ : split_try_);
 }
 
 // Everything the fast path holds, against the run's memory bound (every MiB of input).
@@ -1735,6 +1864,7 @@ FastResult FastBuilder::run() {
         }
         if (window_) window_->close();  // its pages are not part of the peak that follows
         out.protocol = protocol_;
+        out.split = split_taken_;
         out.snapshot = renumber();
         return out;
       }
@@ -1782,6 +1912,8 @@ FastResult FastBuilder::run() {
         if (m == 0 || m - 1 < fence() || stack_[m - 1].tag != kOpen || opens_[stack_[m - 1].a].kind != C_list) bail();
         consume(stack_[m - 1].a, stack_.data() + m, stack_.size() - m);
         stack_.resize(m);
+        if (tail_ && marks_.empty()) [[unlikely]]
+          end_of_batch();
         break;
       }
       case 's': {  // SETITEM
@@ -1902,6 +2034,420 @@ FastResult FastBuilder::run() {
   }
 }
 
+// ---- a split parse ----------------------------------------------------------------------------
+
+//
+// SplitParse. A large plain input is parsed by two threads: this one from the start, and a
+// second one (the tail) from a trace event near the middle to the end of that event's list.
+// A pickle cannot be read from the middle in general; the tail lacks three things, each
+// handled so that what it makes is what this thread would have made, or is thrown away:
+//  - Where an opcode starts. Protocol 4 cuts the opcodes into FRAMEs whose lengths lead
+//    from one to the next, so a FRAME a little before the middle is found without reading
+//    the rest. From its first opcode the tail walks the opcodes' lengths to the first event
+//    list (a list whose first item is a dict with the key "action"), or else to the first
+//    such dict past the middle (S). This thread must then reach S exactly between two
+//    opcodes, or the tail's work is thrown away.
+//  - What lies below it on the stack. The tail starts in the context an event has: an open
+//    event list and a MARK. This thread checks at S that this is its own context, and the
+//    tail stops (T) at the end of the list's last batch (an APPENDS not followed by MARK),
+//    before anything below it.
+//  - The memo. The tail knows the entries this thread had made when it started (copied:
+//    frames and strings; protocol 4 never replaces an entry), which is why it starts only
+//    once the first iterations of a loop are in. A GET of a later index, which may be this
+//    thread's entry from before S or the tail's own (the index S has is not known yet), is
+//    deferred: as a traceback (a free event's, most often) or as a frame, by its index.
+//    This thread resolves each one at S, where the index is known, and goes on alone if any
+//    names no entry, or one made after the GET, or the wrong kind; the tail gives up on any
+//    other unknown GET (a string, say). The entries the tail made are not copied back: this
+//    thread's memo count moves past them, and a later GET of one makes the fast path give way.
+// The tail's frames and stacks have provisional ids of its own (its frames marked by
+// own_frame_bit_, deferred ones by kDeferredFrame); this thread interns them into its tables
+// as it takes the events: a list the tail began is moved whole, one it went on with is
+// appended to.
+struct FastBuilder::Split {
+  static constexpr uint64_t kNowhere = UINT64_MAX;
+  uint64_t target = 0;             // the first opcode of a FRAME a little before the middle
+  uint64_t want = 0;               // the middle
+  uint64_t look_to = 0;            // how far the second half looks for the start of an event list
+  std::atomic<uint64_t> start{0};  // S, once the second half found it (kNowhere: it did not)
+  uint64_t head_memo = 0;          // the first half's memo count when the second half was made
+  std::atomic<bool> cancel{false};
+  std::unique_ptr<FastBuilder> tail;
+  bool tail_ok = false;
+  int bail_line = 0;                             // where the second half gave up (MEMSNAP_FAST_DEBUG)
+  std::chrono::steady_clock::time_point t0, t1;  // the second half's start and end (the same)
+  double cpu_ms = 0;
+  std::thread thread;
+  ~Split() {
+    cancel = true;
+    if (thread.joinable()) thread.join();
+  }
+};
+
+namespace {
+
+// The length of the opcode at q (its argument included), or 0 for one the fast path never
+// accepts or one cut by `end`.
+size_t op_length(const uint8_t* q, const uint8_t* end) {
+  size_t left = size_t(end - q);
+  auto with = [&](size_t arg, size_t n) -> size_t { return left >= 1 + arg + n ? 1 + arg + n : 0; };
+  auto u8 = [&] { return left >= 2 ? size_t(q[1]) : size_t(0); };
+  auto u32 = [&] {
+    uint32_t n = 0;
+    if (left >= 5) std::memcpy(&n, q + 1, 4);
+    return size_t(n);
+  };
+  auto u64 = [&] {
+    uint64_t n = 0;
+    if (left >= 9) std::memcpy(&n, q + 1, 8);
+    return n > left ? left : size_t(n);
+  };
+  switch (*q) {
+    case '(':
+    case '.':
+    case '}':
+    case ']':
+    case ')':
+    case 0x85:
+    case 0x86:
+    case 0x87:
+    case 't':
+    case 'a':
+    case 'e':
+    case 's':
+    case 'u':
+    case 0x94:
+    case 'N':
+    case 0x88:
+    case 0x89: return 1;
+    case 'h':
+    case 'q':
+    case 'K': return with(1, 0);
+    case 'M': return with(2, 0);
+    case 'j':
+    case 'r':
+    case 'J': return with(4, 0);
+    case 'G':
+    case 0x95: return with(8, 0);
+    case 0x8c:
+    case 0x8a:
+    case 'C': return left >= 2 ? with(1, u8()) : 0;
+    case 'X':
+    case 'B': return left >= 5 ? with(4, u32()) : 0;
+    case 0x8b: return left >= 5 && int32_t(u32()) >= 0 ? with(4, u32()) : 0;
+    case 0x8d:
+    case 0x8e:
+    case 0x96: return left >= 9 ? with(8, u64()) : 0;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+// At the start: the FRAME a little before the middle, from which the second half looks for
+// where to start. Only a protocol 4+ pickle has FRAMEs.
+void FastBuilder::plan_split(const SplitOptions& o) {
+  const uint8_t* b = begin_;
+  uint64_t n = uint64_t(end_ - begin_);
+  if (n < 11 || b[0] != 0x80 || b[1] < 4) return;
+  uint64_t want = uint64_t(double(n) * std::clamp(o.at, 0.0, 1.0));
+  uint64_t from = want - std::min(want, n / 50), at = 2;
+  while (at + 9 <= n && b[at] == 0x95) {
+    uint64_t len;
+    std::memcpy(&len, b + at + 1, 8);
+    uint64_t first = at + 9;
+    if (first >= from) {
+      split_ = std::make_unique<Split>();
+      split_->target = first;
+      split_->want = std::max(first, want);
+      split_->look_to = std::min(n, split_->want + n / 50 + (uint64_t{128} << 10));
+      split_step_ = std::max<uint64_t>(o.step, 1);
+      split_wait_ = o.wait;
+      split_try_ = split_step_;
+      next_check_ = std::min(next_check_, split_try_);
+      return;
+    }
+    if (len > n - first) return;
+    at = first + len;
+  }
+}
+
+// Whether a trace event dict starts at q (an opcode's start): its first key is "action".
+bool FastBuilder::event_at(const uint8_t* q) const {
+  if (end_ - q < 16 || *q != '}') return false;
+  const uint8_t* r = q + 1;
+  if (*r == 0x94) ++r;
+  if (*r++ != '(') return false;
+  uint64_t idx = UINT64_MAX;
+  if (*r == 'h') idx = r[1];
+  if (*r == 'j') {
+    uint32_t x;
+    std::memcpy(&x, r + 1, 4);
+    idx = x;
+  }
+  if (idx < memo_count_) {
+    uint32_t h = memo_.get(idx);
+    if ((h & ~Memo::kPayload) != Memo::kAtom) return false;
+    const Slot& k = atoms_[h & Memo::kPayload];
+    return k.tag == kStr && k.sym == Y_action;
+  }
+  return *r == 0x8c && r[1] == 6 && std::memcmp(r + 2, "action", 6) == 0;
+}
+
+// Where the second half starts (0: nowhere): walking the opcodes from `target`, the first
+// event of an event list before `look_to` (the list is then moved whole into the model,
+// not appended to), or else the first event from `want`.
+uint64_t FastBuilder::find_start(const Split& sp) const {
+  const uint8_t* q = begin_ + sp.target;
+  const uint8_t* stop = begin_ + sp.look_to;
+  uint64_t fallback = 0;
+  while (q < stop) {
+    if (*q == ']' && end_ - q > 3) {
+      const uint8_t* r = q + 1;
+      if (*r == 0x94) ++r;
+      if (*r == '(' && event_at(r + 1)) return off(r + 1);
+    }
+    if (fallback == 0 && off(q) >= sp.want && event_at(q)) fallback = off(q);
+    size_t len = op_length(q, end_);
+    if (len == 0) break;
+    q += len;
+  }
+  return fallback;
+}
+
+// The first half, every `step` until it starts the second: once the memo knows the event
+// keys. The second half looks for its start itself, on its own core, and says where.
+void FastBuilder::maybe_split() {
+  Split& sp = *split_;
+  uint64_t at = off(p_);
+  if (sp.thread.joinable()) {  // started: has it said where?
+    uint64_t s = sp.start.load(std::memory_order_acquire);
+    if (s == Split::kNowhere)
+      split_.reset();
+    else if (s != 0)
+      split_stop_ = s;
+    return;
+  }
+  if (at + 4 * split_step_ >= sp.target || used_put_ || pframes_.size() >= (1u << 28) ||
+      (budget_ && budget_->left() < uint64_t(end_ - begin_))) {
+    split_.reset();
+    return;
+  }
+  // The second half starts once the memo holds most of what a training loop's events
+  // refer to (their keys, actions and frames), rather than deferring them or, for a string it
+  // cannot know, giving up: when the events so far are three times what came before them
+  // (the loop's first iterations), and at least a 32nd of the way in.
+  if (!used_memoize_ || protocol_ < 4) return;
+  if (split_events_at_ == 0) {
+    bool any = live_staged_ > 0;  // an event list has an event
+    for (const auto& [i, d] : devices_) any |= !d.trace.empty();
+    if (!any) return;
+    split_events_at_ = at;
+  }
+  if (at < std::clamp(4 * split_events_at_, sp.target / 32, sp.target / 4)) return;
+  auto t = std::make_unique<FastBuilder>(std::span<const uint8_t>(begin_, size_t(end_ - begin_)), nullptr, nullptr,
+                                         nullptr, nullptr, nullptr, 0);
+  t->tail_ = true;
+  t->protocol_ = protocol_;
+  t->used_memoize_ = true;
+  t->saw_root_ = true;
+  t->memo_count_ = memo_count_;
+  t->memo_.copy_known(memo_, memo_count_);
+  t->atoms_ = atoms_;
+  t->tuples_ = tuples_;
+  t->own_frame_bit_ = 1u << 28;
+  // Its stack ids are kept from ever equalling this half's for the same stack (both would
+  // otherwise number a training loop's tracebacks alike): one taken without the map is wrong.
+  const FrameId never{kDeferredFrame | (kDeferredFrame - 1)};
+  t->pstacks_.intern(std::span<const FrameId>(&never, 1));
+  t->cancel_ = &sp.cancel;
+  Open dt{};
+  dt.role = R_devtraces;
+  dt.kind = C_list;
+  dt.key = Y_device_traces;
+  dt.parent = kNone32;
+  Open tr{};
+  tr.role = R_trace;
+  tr.kind = C_list;
+  tr.parent = 0;
+  t->opens_ = {dt, tr};
+  t->device(0);
+  Slot a, b;
+  a.tag = b.tag = kOpen;
+  b.a = 1;
+  t->stack_ = {a, b};
+  t->marks_ = {2};
+  sp.head_memo = memo_count_;
+  sp.tail = std::move(t);
+  Split* raw = &sp;
+  raw->t0 = std::chrono::steady_clock::now();
+  try {
+    sp.thread = std::thread([raw] {
+      struct Done {
+        Split* sp;
+        ~Done() {
+          sp->t1 = std::chrono::steady_clock::now();
+          timespec ts;
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+          sp->cpu_ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+        }
+      } done{raw};
+      FastBuilder& tb = *raw->tail;
+      uint64_t s = tb.find_start(*raw);
+      raw->start.store(s ? s : Split::kNowhere, std::memory_order_release);
+      if (s == 0) return;
+      tb.p_ = tb.begin_ + s;
+      try {
+        (void)tb.run();
+      } catch (const TailStop&) {
+        raw->tail_ok = true;
+      } catch (const Bail& gave_up) {
+        raw->bail_line = gave_up.line;
+      } catch (...) {
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to be had: this one reads on alone
+    split_.reset();
+    return;
+  }
+  if (split_wait_) {
+    while (sp.start.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    maybe_split();  // hears where
+  }
+}
+
+// The first half at S (or past it): takes the second half's events and goes on from T, or
+// goes on alone when anything is not as the second half assumed.
+void FastBuilder::take_tail() {
+  std::unique_ptr<Split> sp = std::move(split_);
+  bool exact = off(p_) == split_stop_;
+  split_stop_ = UINT64_MAX;
+  if (!exact) sp->cancel = true;
+  auto arrived = std::chrono::steady_clock::now();
+  sp->thread.join();
+  if (fast_debug()) {
+    auto ms = [&](auto a) { return std::chrono::duration<double, std::milli>(a - sp->t0).count(); };
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    std::fprintf(stderr,
+                 "memsnap: fast path: second half ran %.1f ms (%.1f CPU); the first half reached it at %.1f ms (%.1f "
+                 "CPU since the start)\n",
+                 ms(sp->t1), sp->cpu_ms, ms(arrived), ts.tv_sec * 1e3 + ts.tv_nsec / 1e6);
+  }
+  if (fast_debug())
+    std::fprintf(stderr, "memsnap: fast path: split at %llu: %s (fast_build.cpp:%d)\n",
+                 (unsigned long long)sp->start.load(),
+                 !exact        ? "not met between opcodes"
+                 : sp->tail_ok ? "second half done"
+                               : "second half gave up",
+                 sp->bail_line);
+  if (!exact || !sp->tail_ok) return;
+  FastBuilder& t = *sp->tail;
+  // This half's context: ... [event list] MARK [events]; what lies below, the second half
+  // never reached.
+  if (marks_.empty()) return;
+  size_t m = marks_.back();
+  if (m == 0 || m - 1 < (marks_.size() >= 2 ? marks_[marks_.size() - 2] : 0)) return;
+  if (stack_[m - 1].tag != kOpen || opens_[stack_[m - 1].a].role != R_trace) return;
+  uint32_t trace_rec = stack_[m - 1].a;
+  size_t open_events = 0;
+  for (size_t i = m; i < stack_.size(); ++i) {
+    if (stack_[i].tag == kOpen && opens_[stack_[i].a].role == R_event)
+      ++open_events;
+    else if (stack_[i].tag != kEvent)
+      return;
+  }
+  if (opens_.size() != size_t(trace_rec) + 1 + open_events) return;
+  // The second half's: stopped at the end of its event list's last batch.
+  if (!t.marks_.empty() || t.live_staged_ != 0 || t.stack_.size() != 2 || t.opens_.size() != 2 ||
+      t.devices_.size() != 1)
+    return;
+  for (const auto& [i, d] : t.devices_)
+    if (!d.segments.empty() || !d.blocks.empty()) return;
+  if (!t.snap_.annotations.empty()) return;
+  // Its deferred GETs: each must name an entry that existed then, this half's (before S) or
+  // its own (before the GET), which this half's memo_get would have taken; a traceback must be
+  // a stack. `resolved`: this half's stack id, or the second half's own with kDeferredStack.
+  // A frame taken by memo index must be a frame.
+  const uint64_t at_s = memo_count_, head = sp->head_memo;
+  auto entry = [&](uint64_t idx) {  // the handle at a memo index, or 0
+    return idx >= at_s ? t.memo_.raw(idx - at_s + head) : memo_.get(idx);
+  };
+  auto existed = [&](const Deferred& d) { return d.idx < at_s || d.idx - at_s + head < d.count(); };
+  std::vector<uint32_t> resolved(t.deferred_.size(), 0);
+  for (size_t i = 0; i < t.deferred_.size(); ++i) {
+    const Deferred& d = t.deferred_[i];
+    if (!existed(d)) return;
+    uint32_t h = entry(d.idx), kind = h & ~Memo::kPayload;
+    if (kind == Memo::kStack)
+      resolved[i] = (h & Memo::kPayload) | (d.idx >= at_s ? kDeferredStack : 0);
+    else if (d.stack() || (kind != Memo::kAtom && kind != Memo::kFrame))
+      return;
+  }
+  for (const Deferred& d : t.deferred_frames_)
+    if (!existed(d) || (entry(d.idx) & ~Memo::kPayload) != Memo::kFrame) return;
+
+  // Committed. This batch ends here, as the APPENDS the second half read would end it.
+  marks_.pop_back();
+  consume(trace_rec, stack_.data() + m, stack_.size() - m);
+  stack_.resize(m);
+  // The second half's frames and stacks, into this half's provisional tables.
+  std::vector<uint32_t> kmap(t.pstacks_.size(), kNone32), fmap(t.pframes_.size(), kNone32);
+  if (!kmap.empty()) kmap[0] = 0;
+  auto map_str = [&](StrId x) { return x.v == 0 ? StrId{0} : pstrings_.intern(t.pstrings_[x]); };
+  auto map_own = [&](uint32_t k) -> uint32_t {
+    if (kmap[k] != kNone32) return kmap[k];
+    tmp_frames_.clear();
+    for (FrameId f : t.pstacks_[StackId{k}]) {
+      if (f.v & kDeferredFrame) f.v = entry(f.v & ~kDeferredFrame) & Memo::kPayload;
+      if (!(f.v & t.own_frame_bit_)) {
+        tmp_frames_.push_back(f);
+        continue;
+      }
+      uint32_t local = f.v & ~t.own_frame_bit_;
+      if (fmap[local] == kNone32) {
+        const Frame& tf = t.pframes_[FrameId{local}];
+        Frame nf;
+        nf.filename = map_str(tf.filename);
+        nf.name = map_str(tf.name);
+        nf.line = tf.line;
+        fmap[local] = pframes_.intern(nf).v;
+      }
+      tmp_frames_.push_back(FrameId{fmap[local]});
+    }
+    kmap[k] = pstacks_.intern(tmp_frames_).v;
+    return kmap[k];
+  };
+  auto map_stack = [&](uint32_t k) -> uint32_t {
+    if (!(k & kDeferredStack)) [[likely]]
+      return kmap[k] != kNone32 ? kmap[k] : map_own(k);
+    uint32_t r = resolved[k & ~kDeferredStack];
+    return r & kDeferredStack ? map_own(r & ~kDeferredStack) : r;
+  };
+  // An event list the second half began is moved whole; the one it went on with is appended.
+  auto take = [&](Trace& dst, Trace& src) {
+    if (dst.empty()) {
+      dst = std::move(src);
+      dst.remap_stacks(map_stack);
+    } else {
+      dst.append(src, map_stack);
+      src.clear();
+    }
+    dst.trim();
+  };
+  if (last_trace_) last_trace_->trim();
+  last_trace_ = nullptr;
+  Open& tk = opens_[trace_rec];
+  take(device(tk.value).trace, t.devices_.at(0).trace);
+  opens_[trace_rec].count += t.opens_[1].count;
+  memo_count_ += t.memo_count_ - sp->head_memo;
+  p_ = begin_ + t.tail_end_;
+  split_taken_ = true;
+  if (fast_debug())
+    std::fprintf(stderr, "memsnap: fast path: took the second half's work in %.1f ms\n",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
+}
+
 // ---- ids in the generic builder's order ----------------------------------------------------
 
 Snapshot FastBuilder::renumber() {
@@ -1964,14 +2510,13 @@ namespace {
 
 std::optional<FastResult> build(std::span<const uint8_t> input, const io::ByteSource* arriving, io::ReadAhead* window,
                                 const uint8_t* back, util::MemoryBudget* budget, const ProgressFn* progress,
-                                uint64_t progress_total) {
+                                uint64_t progress_total, const SplitOptions& split = {}) {
   try {
-    FastBuilder b(input, arriving, window, back, budget, progress, progress_total);
+    FastBuilder b(input, arriving, window, back, budget, progress, progress_total, split);
     return b.run();
   } catch (const Bail& b) {
     // MEMSNAP_FAST_DEBUG=1 says where the fast path gave up (for profiling real files).
-    if (const char* d = std::getenv("MEMSNAP_FAST_DEBUG"); d && *d == '1')
-      std::fprintf(stderr, "memsnap: fast path: generic path used (fast_build.cpp:%d)\n", b.line);
+    if (fast_debug()) std::fprintf(stderr, "memsnap: fast path: generic path used (fast_build.cpp:%d)\n", b.line);
     return std::nullopt;
   }
 }
@@ -1979,14 +2524,21 @@ std::optional<FastResult> build(std::span<const uint8_t> input, const io::ByteSo
 }  // namespace
 
 std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget,
-                                     const ProgressFn* progress) {
-  return build(input, nullptr, nullptr, nullptr, budget, progress, input.size());
+                                     const ProgressFn* progress, const SplitOptions& split) {
+  return build(input, nullptr, nullptr, nullptr, budget, progress, input.size(), split);
 }
 
 std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget,
                                      const ProgressFn* progress) {
   if (!source.streaming()) {
     std::span<const uint8_t> all = source.data();
+    // A large input is parsed in two halves, one on each core, from the mapping; when that
+    // cannot be (see SplitParse) the first half reads on alone, as a smaller file is read.
+    // MEMSNAP_SPLIT=0 turns it off (to compare, or to measure).
+    SplitOptions split;
+    const char* env = std::getenv("MEMSNAP_SPLIT");
+    if (all.size() >= split.from && std::thread::hardware_concurrency() > 1 && !(env && *env == '0'))
+      return build(all, nullptr, nullptr, nullptr, budget, progress, all.size(), split);
     auto ahead = source.read_ahead();
     // The window counts against --max-memory while the parse reads it. Under a bound of less
     // than half the file (tight: the model alone may need that much) the mapping serves

@@ -18,6 +18,22 @@ struct FastResult {
   /// The input's decoded size, when the parse read it through a decoding window (the source's
   /// data() would decode it all again); nullopt otherwise.
   std::optional<uint64_t> decoded_bytes;
+  /// The parse ran in two halves and joined them (SplitOptions).
+  bool split = false;
+};
+
+/// A parse on two threads (fast_build.cpp, SplitParse): from an input of `from` bytes, the
+/// second thread starts near `at` of the input (preferring the start of an event list a
+/// little before or after), once the first has read a sixteenth of the way there; the first
+/// checks every `step` bytes. `wait`: the first waits until the second has found where it
+/// starts (tests, so that a small input is not passed before it is heard).
+struct SplitOptions {
+  uint64_t from = uint64_t{64} << 20;
+  uint64_t step = uint64_t{1} << 20;
+  double at = 0.5;
+  bool wait = false;
+  /// No split (the default for the in-memory overload).
+  static SplitOptions none() { return SplitOptions{UINT64_MAX, uint64_t{1} << 20, 0.5, false}; }
 };
 
 /// Builds the model from a pickle in one pass over its opcodes, or returns nullopt
@@ -29,7 +45,8 @@ struct FastResult {
 /// The memory bound is the one exception: passing it throws InputError, as the
 /// generic path would (its value graph is larger, so it would pass it too).
 std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::MemoryBudget* budget = nullptr,
-                                     const ProgressFn* progress = nullptr);
+                                     const ProgressFn* progress = nullptr,
+                                     const SplitOptions& split = SplitOptions::none());
 /// The same from a source whose bytes may still be arriving (io::ReadOptions::stream): the
 /// parse waits at each pickle FRAME for the decoder, which runs ahead on another core.
 /// Progress then counts stored (compressed) bytes. A decoding error is not reported here:

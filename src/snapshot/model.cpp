@@ -84,25 +84,52 @@ void Trace::push_back(const TraceEvent& e) {
     size_.push_back(kEscaped);
     big_sizes_.emplace_back(i, e.size);
   }
-  if ((i >> kBlockShift) >= time_base_.size()) time_base_.push_back(TraceEvent::kNoTime);
-  int64_t& base = time_base_[i >> kBlockShift];
-  if (!e.has_time()) {
-    time_.push_back(kNoTimeDelta);
-  } else {
-    if (base == TraceEvent::kNoTime) base = e.time_us;
-    // Overflow-safe: compare before subtracting.
-    bool near = e.time_us >= base ? uint64_t(e.time_us) - uint64_t(base) < uint64_t(INT32_MAX)
-                                  : uint64_t(base) - uint64_t(e.time_us) < uint64_t(INT32_MAX) - 2;
-    if (near) {
-      time_.push_back(static_cast<int32_t>(e.time_us - base));
-    } else {
-      time_.push_back(kEscapedTime);
-      big_times_.emplace_back(i, static_cast<uint64_t>(e.time_us));
-    }
-  }
+  push_time(i, e.time_us);
   stack_.push_back(e.stack.v);
   action_.push_back(e.action);
   stream_.push_back(e.stream);
+}
+
+// Event i's time: a delta from its block's base (the block's first time), or escaped.
+void Trace::push_time(size_t i, int64_t time_us) {
+  if ((i >> kBlockShift) >= time_base_.size()) time_base_.push_back(TraceEvent::kNoTime);
+  int64_t& base = time_base_[i >> kBlockShift];
+  if (time_us == TraceEvent::kNoTime) {
+    time_.push_back(kNoTimeDelta);
+    return;
+  }
+  if (base == TraceEvent::kNoTime) base = time_us;
+  // Overflow-safe: compare before subtracting.
+  bool near = time_us >= base ? uint64_t(time_us) - uint64_t(base) < uint64_t(INT32_MAX)
+                              : uint64_t(base) - uint64_t(time_us) < uint64_t(INT32_MAX) - 2;
+  if (near) {
+    time_.push_back(static_cast<int32_t>(time_us - base));
+  } else {
+    time_.push_back(kEscapedTime);
+    big_times_.emplace_back(i, static_cast<uint64_t>(time_us));
+  }
+}
+
+void Trace::append_columns(const Trace& src) {
+  size_t n = size(), m = src.size();
+  auto copy = [&](auto& dst, const auto& from) {
+    dst.resize_uninitialized(n + m);
+    if (m) std::memcpy(dst.data() + n, from.data(), m * sizeof(*from.data()));
+  };
+  copy(addr_lo_, src.addr_lo_);
+  copy(size_, src.size_);
+  copy(action_, src.action_);
+  for (const auto& [i, v] : src.big_sizes_) big_sizes_.emplace_back(i + n, v);
+  size_t escaped_time = 0;
+  for (size_t j = 0; j < m; ++j) {
+    addr_hi_.push_back(src.addr_hi_[j]);
+    stream_.push_back(src.stream_[j]);
+    int32_t t = src.time_[j];
+    int64_t us = t == kNoTimeDelta   ? TraceEvent::kNoTime
+                 : t == kEscapedTime ? static_cast<int64_t>(src.big_times_[escaped_time++].second)
+                                     : src.time_base_[j >> kBlockShift] + t;
+    push_time(n + j, us);
+  }
 }
 
 void Trace::reserve(size_t n) {

@@ -146,37 +146,45 @@ void check_windows(const uint8_t* data, size_t size, const memsnap::snapshot::Lo
 // The schema-directed fast path against the general unpickler and schema walk on the same
 // plain pickle bytes: where the fast path takes an input, the general path must take it too
 // and build the same model (the JSON export of each); where it refuses, the general path
-// decides alone. A difference is a bug in the fast path, so it aborts.
+// decides alone. A difference is a bug in the fast path, so it aborts. The fast path runs
+// twice: in one pass, and in two halves on two threads (SplitOptions, forced, from a place
+// the input picks), whose joined result must be the same.
 void check_fast_path(const uint8_t* data, size_t size) {
   using namespace memsnap;
   std::span<const uint8_t> bytes(data, size);
   if (io::detect_compression(bytes) != io::Compression::None || size == 0 || data[0] != 0x80) return;
-  std::optional<snapshot::detail::FastResult> fast;
-  try {
-    fast = snapshot::detail::fast_build(bytes);
-  } catch (const InputError&) {
-    return;  // a memory or work bound: the general path has its own
-  }
-  if (!fast) return;
-  std::string general;
-  try {
-    pickle::ValueGraph g = pickle::unpickle(bytes);
-    snapshot::BuildOptions bo;
-    bo.input_bytes = size;
+  std::optional<std::string> general;  // the general path's model, once asked for
+  auto check = [&](const snapshot::detail::SplitOptions& split, const char* how) {
+    std::optional<snapshot::detail::FastResult> fast;
+    try {
+      fast = snapshot::detail::fast_build(bytes, nullptr, nullptr, split);
+    } catch (const InputError&) {
+      return;  // a memory or work bound: the general path has its own
+    }
+    if (!fast) return;
+    if (!general) {
+      try {
+        pickle::ValueGraph g = pickle::unpickle(bytes);
+        snapshot::BuildOptions bo;
+        bo.input_bytes = size;
+        std::ostringstream json;
+        report::write_snapshot_json(json, snapshot::build_snapshot(g, bo));
+        general = json.str();
+      } catch (const InputError& e) {
+        std::fprintf(stderr, "the fast path (%s) took an input the general path refuses: %s\n", how, e.what());
+        std::abort();
+      }
+    }
     std::ostringstream json;
-    report::write_snapshot_json(json, snapshot::build_snapshot(g, bo));
-    general = json.str();
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "the fast path took an input the general path refuses: %s\n", e.what());
-    std::abort();
-  }
-  std::ostringstream json;
-  report::write_snapshot_json(json, fast->snapshot);
-  if (json.str() != general) {
-    std::fprintf(stderr, "the fast path built another model:\n  fast:    %.300s\n  general: %.300s\n",
-                 json.str().c_str(), general.c_str());
-    std::abort();
-  }
+    report::write_snapshot_json(json, fast->snapshot);
+    if (json.str() != *general) {
+      std::fprintf(stderr, "the fast path (%s) built another model:\n  fast:    %.300s\n  general: %.300s\n", how,
+                   json.str().c_str(), general->c_str());
+      std::abort();
+    }
+  };
+  check(snapshot::detail::SplitOptions::none(), "one pass");
+  check(snapshot::detail::SplitOptions{0, 64, 0.2 + 0.6 * double(data[size / 2]) / 255, true}, "two halves");
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -88,11 +88,14 @@ void check_same(const Snapshot& a, const Snapshot& b) {
   }
 }
 
-// Returns whether the fast path took the file.
-bool compare_paths(const std::vector<uint8_t>& raw) {
+// Returns whether the fast path took the file. With `split`, the parse runs in two halves
+// where it can; `halves` counts the parses that did.
+bool compare_paths(const std::vector<uint8_t>& raw, const detail::SplitOptions& split = detail::SplitOptions::none(),
+                   size_t* halves = nullptr) {
   io::ByteSource src = io::ByteSource::from_bytes(raw);
   if (src.encoding() != io::Encoding::Pickle) return false;
-  auto fast = detail::fast_build(src.data());
+  auto fast = detail::fast_build(src.data(), nullptr, nullptr, split);
+  if (fast && halves) *halves += fast->split;
   Snapshot generic;
   pickle::PickleInfo info;
   try {
@@ -459,6 +462,59 @@ TEST_CASE("fast path: the same model as the generic path on every snapgen fixtur
       true);
   CHECK(files >= 20);
   CHECK(fast >= files - 2);
+}
+
+// The split parse starts its second half at a trace event found by walking the opcodes from a
+// FRAME; the first half takes its work only where everything matches. Forced on small files
+// (a try every 256 bytes), from several places: wherever it starts, the model is the
+// generic path's, and it does start in files with event lists long enough.
+TEST_CASE("fast path: a parse in two halves gives the same model as the generic path") {
+  size_t files = 0, halves = 0, fast = 0;
+  for (double at : {0.3, 0.5, 0.7}) {
+    CAPTURE(at);
+    detail::SplitOptions split{0, 256, at, true};
+    files += test::each_snapgen_pickle(
+        [&](const std::filesystem::path& p) {
+          CAPTURE(p.filename().string());
+          fast += compare_paths(test::read_bytes(p), split, &halves);
+        },
+        true);
+    test::each_realdata([&](const std::filesystem::path& p) {
+      CAPTURE(p.filename().string());
+      ++files;
+      fast += compare_paths(test::read_bytes(p), split, &halves);
+    });
+  }
+  MESSAGE(halves << " of " << fast << " fast parses ran in two halves");
+  CHECK(fast >= files * 3 / 4);
+  // The fixture made for it splits from every place: its two event lists are long enough,
+  // and its second half meets nothing it must give up on (see the next test for the reverse).
+  // From 0.2 its second half starts at the second device's event list (taken whole), from
+  // the others inside one (appended to the first half's part of it).
+  size_t fixture = 0;
+  for (double at : {0.2, 0.3, 0.5, 0.7})
+    compare_paths(test::read_bytes(test::testdata("snapgen/split.pickle")), detail::SplitOptions{0, 256, at, true},
+                  &fixture);
+  CHECK(fixture == 4);
+  CHECK(halves >= 3);
+}
+
+TEST_CASE("fast path: a parse in two halves of mutated fixtures gives the generic path's model or gives way") {
+  auto base = test::read_bytes(test::testdata("snapgen/split.pickle"));
+  size_t halves = 0;
+  uint64_t x = 0x2545F4914F6CDD1Dull;
+  for (int round = 0; round < 300; ++round) {
+    auto m = base;
+    for (int k = 0; k < 2; ++k) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      size_t at = 2 + size_t(x % (m.size() - 2));
+      m[at] = uint8_t(x >> 40);
+    }
+    CAPTURE(round);
+    compare_paths(m, detail::SplitOptions{0, 256, 0.3 + 0.4 * double(round % 5) / 4, true}, &halves);
+  }
+  MESSAGE(halves << " of 300 mutated inputs parsed in two halves");
+  CHECK(halves >= 30);
 }
 
 TEST_CASE("fast path: the same model as the generic path on every real file") {

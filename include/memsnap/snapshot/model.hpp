@@ -236,6 +236,15 @@ class Trace {
   void remap_stacks(F f) {
     stack_.transform(f);
   }
+  /// Appends src's events, each stack id s as f(s): the columns that need no re-encoding
+  /// are copied whole (a parse in two halves joins its second half's events this way).
+  template <class F>
+  void append(const Trace& src, F f) {
+    size_t n = size(), m = src.size();
+    reserve(n + m);
+    append_columns(src);
+    for (size_t j = 0; j < m; ++j) stack_.push_back(f(src.stack_[j]));
+  }
 
  private:
   static constexpr uint32_t kEscaped = 0xFFFFFFFFu;
@@ -243,6 +252,8 @@ class Trace {
   static constexpr int32_t kEscapedTime = kNoTimeDelta + 1;
   static constexpr unsigned kBlockShift = 12;
   static uint64_t escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i);
+  void push_time(size_t i, int64_t time_us);
+  void append_columns(const Trace& src);  // every column but stack_
 
   // Columns grow by realloc (mremap when large): no copy, no second peak.
   util::PodBuffer<uint32_t> addr_lo_;
