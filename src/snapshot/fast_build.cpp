@@ -2532,12 +2532,14 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
                                      const ProgressFn* progress) {
   if (!source.streaming()) {
     std::span<const uint8_t> all = source.data();
-    // A large input is parsed in two halves, one on each core, from the mapping; when that
-    // cannot be (see SplitParse) the first half reads on alone, as a smaller file is read.
-    // MEMSNAP_SPLIT=0 turns it off (to compare, or to measure).
+    // A large input with protocol 4's FRAMEs is parsed in two halves, one on each core, from
+    // the mapping; when the second half cannot start or gives up, the first reads on alone
+    // (see SplitParse). One without FRAMEs is read ahead on the second core.
+    // MEMSNAP_SPLIT=0 turns the split off (to compare, or to measure).
     SplitOptions split;
     const char* env = std::getenv("MEMSNAP_SPLIT");
-    if (all.size() >= split.from && std::thread::hardware_concurrency() > 1 && !(env && *env == '0'))
+    bool framed = all.size() > 11 && all[0] == 0x80 && all[1] >= 4 && all[2] == 0x95;
+    if (all.size() >= split.from && framed && std::thread::hardware_concurrency() > 1 && !(env && *env == '0'))
       return build(all, nullptr, nullptr, nullptr, budget, progress, all.size(), split);
     auto ahead = source.read_ahead();
     // The window counts against --max-memory while the parse reads it. Under a bound of less
