@@ -721,16 +721,20 @@ class FastBuilder {
     deferred_[s.a & ~kDeferredStack].use |= Deferred::kStackUse;
     return s.a;
   }
+  // Deferred GETs are 8 bytes each, and a GET may be 2: a hostile input could make them four
+  // times its size. The second half gives up past a sixteenth of the input's count (half its
+  // size in records; a training loop defers one in three events, ~1 per 400 bytes).
+  size_t deferred_cap() const { return std::min<size_t>(size_t(end_ - begin_) / 16, 0x7FFFFFF0u); }
   // The second half of a split parse: a frame dict it does not know, by memo index.
   FrameId deferred_frame(uint64_t idx, uint64_t count) {
-    if (idx >= kDeferredFrame || count > Deferred::kCount) bail();
+    if (idx >= kDeferredFrame || count > Deferred::kCount || deferred_frames_.size() >= deferred_cap()) bail();
     deferred_frames_.push_back({uint32_t(idx), uint32_t(count) | Deferred::kFrameUse});
     return FrameId{kDeferredFrame | uint32_t(idx)};
   }
   // The second half of a split parse: a GET of an index it does not know, checked and
   // resolved when the first half takes its work (take_tail).
   Slot defer(uint64_t idx, uint64_t count) {
-    if (deferred_.size() >= 0x7FFFFFF0u || idx > UINT32_MAX || count > Deferred::kCount) bail();
+    if (deferred_.size() >= deferred_cap() || idx > UINT32_MAX || count > Deferred::kCount) bail();
     deferred_.push_back({uint32_t(idx), uint32_t(count)});
     Slot s;
     s.tag = kDeferred;
