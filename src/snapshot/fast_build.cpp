@@ -1127,7 +1127,9 @@ uint32_t FastBuilder::frame_of(const Open& o) {
   if (has(F_fr_filename)) fr.filename = pstrings_.intern(str_of(f[F_fr_filename]));
   if (has(F_fr_name)) fr.name = pstrings_.intern(str_of(f[F_fr_name]));
   if (has(F_fr_line)) fr.line = int_of(f[F_fr_line]);
-  return pframes_.intern(fr).v | own_frame_bit_;
+  uint32_t id = pframes_.intern(fr).v;
+  if (id & own_frame_bit_) bail();  // the second half of a split parse: its ids would run into the mark
+  return id | own_frame_bit_;
 }
 
 TraceEvent FastBuilder::make_event(const Slot* f, uint32_t seen) {
@@ -1869,6 +1871,7 @@ FastResult FastBuilder::run() {
         if (window_) window_->close();  // its pages are not part of the peak that follows
         out.protocol = protocol_;
         out.split = split_taken_;
+        out.memo_count = memo_count_;
         out.snapshot = renumber();
         return out;
       }
@@ -2368,6 +2371,7 @@ void FastBuilder::take_tail() {
     return;
   for (const auto& [i, d] : t.devices_)
     if (!d.segments.empty() || !d.blocks.empty()) return;
+  if (pframes_.size() >= t.own_frame_bit_) return;  // this half's frame ids must not look like the tail's
   if (!t.snap_.annotations.empty()) return;
   // Its deferred GETs: each must name an entry that existed then, this half's (before S) or
   // its own (before the GET), which this half's memo_get would have taken; a traceback must be

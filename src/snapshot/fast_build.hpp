@@ -20,6 +20,9 @@ struct FastResult {
   std::optional<uint64_t> decoded_bytes;
   /// The parse ran in two halves and joined them (SplitOptions).
   bool split = false;
+  /// The memo's entry count at STOP: the same whether the parse was split or not (a test
+  /// of the join, which counts the second half's entries without copying them).
+  uint64_t memo_count = 0;
 };
 
 /// A parse on two threads (fast_build.cpp, SplitParse): from an input of `from` bytes, the
