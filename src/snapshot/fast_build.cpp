@@ -29,7 +29,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <string>
 #include <system_error>
@@ -728,7 +727,7 @@ class FastBuilder {
   // The second half of a split parse: a frame dict it does not know, by memo index.
   FrameId deferred_frame(uint64_t idx, uint64_t count) {
     if (idx >= kDeferredFrame || count > Deferred::kCount || deferred_frames_.size() >= deferred_cap()) bail();
-    deferred_frames_.push_back({uint32_t(idx), uint32_t(count) | Deferred::kFrameUse});
+    deferred_frames_.push_back({uint32_t(idx), uint32_t(count)});
     return FrameId{kDeferredFrame | uint32_t(idx)};
   }
   // The second half of a split parse: a GET of an index it does not know, checked and
@@ -953,12 +952,11 @@ class FastBuilder {
   // 8 bytes: a file's events make ~1 in 3 of them (each free's traceback), and as a vector
   // of 24-byte records their growth was 2,000 of the second half's page faults (114 MB file).
   struct Deferred {
-    static constexpr uint32_t kStackUse = 1u << 31, kFrameUse = 1u << 30, kCount = kFrameUse - 1;
+    static constexpr uint32_t kStackUse = 1u << 31, kCount = kStackUse - 1;
     uint32_t idx;  // the GET's memo index
     uint32_t use;  // this half's memo count then (kCount bits), and how it was taken
     uint64_t count() const { return use & kCount; }
     bool stack() const { return use & kStackUse; }
-    bool frame() const { return use & kFrameUse; }
   };
   util::PodBuffer<Deferred> deferred_;     // the second half: GETs it could not resolve
   std::vector<Deferred> deferred_frames_;  // the second half: frames it took by memo index
@@ -1306,8 +1304,7 @@ void FastBuilder::consume(uint32_t rec, const Slot* items, size_t n) {
         for (size_t i = 0; i < n; ++i) {
           Slot v = it[i].tag == kOpen ? finish(it[i].a) : it[i];
           if (v.tag == kDeferred) [[unlikely]] {  // a frame the second half of a split parse does not know
-            Deferred& d = deferred_[v.a & ~kDeferredStack];
-            d.use |= Deferred::kFrameUse;
+            const Deferred& d = deferred_[v.a & ~kDeferredStack];
             tmp_frames_.push_back(deferred_frame(d.idx, d.count()));
             continue;
           }
@@ -2083,7 +2080,6 @@ struct FastBuilder::Split {
   bool tail_ok = false;
   int bail_line = 0;                             // where the second half gave up (MEMSNAP_FAST_DEBUG)
   std::chrono::steady_clock::time_point t0, t1;  // the second half's start and end (the same)
-  double cpu_ms = 0;
   std::thread thread;
   ~Split() {
     cancel = true;
@@ -2292,12 +2288,7 @@ void FastBuilder::maybe_split() {
     sp.thread = std::thread([raw] {
       struct Done {
         Split* sp;
-        ~Done() {
-          sp->t1 = std::chrono::steady_clock::now();
-          timespec ts;
-          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-          sp->cpu_ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-        }
+        ~Done() { sp->t1 = std::chrono::steady_clock::now(); }
       } done{raw};
       FastBuilder& tb = *raw->tail;
       uint64_t s = tb.find_start(*raw);
@@ -2334,20 +2325,15 @@ void FastBuilder::take_tail() {
   sp->thread.join();
   if (fast_debug()) {
     auto ms = [&](auto a) { return std::chrono::duration<double, std::milli>(a - sp->t0).count(); };
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     std::fprintf(stderr,
-                 "memsnap: fast path: second half ran %.1f ms (%.1f CPU); the first half reached it at %.1f ms (%.1f "
-                 "CPU since the start)\n",
-                 ms(sp->t1), sp->cpu_ms, ms(arrived), ts.tv_sec * 1e3 + ts.tv_nsec / 1e6);
-  }
-  if (fast_debug())
-    std::fprintf(stderr, "memsnap: fast path: split at %llu: %s (fast_build.cpp:%d)\n",
-                 (unsigned long long)sp->start.load(),
+                 "memsnap: fast path: second half ran %.1f ms; the first half reached it at %.1f ms\n"
+                 "memsnap: fast path: split at %llu: %s (fast_build.cpp:%d)\n",
+                 ms(sp->t1), ms(arrived), (unsigned long long)sp->start.load(),
                  !exact        ? "not met between opcodes"
                  : sp->tail_ok ? "second half done"
                                : "second half gave up",
                  sp->bail_line);
+  }
   if (!exact || !sp->tail_ok) return;
   FastBuilder& t = *sp->tail;
   // This half's context: ... [event list] MARK [events]; what lies below, the second half
