@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/prefault.hpp"
 #include "memsnap/util/progress.hpp"
 #include "memsnap/util/units.hpp"
 
@@ -574,7 +575,7 @@ void ByteSource::release() {
   guard_ = -1;
   if (file_ >= 0) ::close(file_);
   file_ = -1;
-  if (map_ != nullptr) munmap(map_, map_len_);
+  if (map_ != nullptr) util::unmap_later(map_, map_len_);  // nothing reads it once released
   map_ = nullptr;
   map_len_ = 0;
   data_ = {};

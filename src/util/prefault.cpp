@@ -17,18 +17,17 @@ class Prefaulter {
  public:
   void add(char* b, char* e) {
     std::lock_guard lock(mu_);
-    if (!started_) {
-      started_ = true;
-      try {
-        std::thread([this] { work(); }).detach();  // lives as long as the process: see instance()
-        running_ = true;
-      } catch (const std::system_error&) {
-        // No thread to be had (a process limit): the writer faults its own pages, as before.
-      }
-    }
-    if (!running_) return;
+    if (!start()) return;
     queue_.push_back({b, e});
     wake_.notify_one();
+  }
+  // False when the process has no thread to spare: the caller unmaps the range itself.
+  bool unmap(char* b, char* e) {
+    std::lock_guard lock(mu_);
+    if (!start()) return false;
+    unmaps_.push_back({b, e});
+    wake_.notify_one();
+    return true;
   }
   void forget(char* b, char* e) {
     std::unique_lock lock(mu_);
@@ -43,10 +42,34 @@ class Prefaulter {
   };
   static constexpr size_t kStep = size_t{2} << 20;  // one huge page: forget() waits for at most this much
 
+  // Under mu_: starts the worker on first use; whether it runs.
+  bool start() {
+    if (!started_) {
+      started_ = true;
+      try {
+        std::thread([this] { work(); }).detach();  // lives as long as the process: see instance()
+        running_ = true;
+      } catch (const std::system_error&) {
+        // No thread to be had (a process limit): the writer faults its own pages, as before.
+      }
+    }
+    return running_;
+  }
+
   void work() {
     std::unique_lock lock(mu_);
     for (;;) {
-      wake_.wait(lock, [&] { return !queue_.empty(); });
+      wake_.wait(lock, [&] { return !queue_.empty() || !unmaps_.empty(); });
+      // Populating first, as a parse is waiting for those pages; but a second mapping given
+      // up (fleet reads file after file) is unmapped at once, so they do not pile up.
+      if (queue_.empty() || unmaps_.size() > 1) {
+        Range u = unmaps_.front();
+        unmaps_.pop_front();
+        lock.unlock();
+        munmap(u.b, static_cast<size_t>(u.e - u.b));
+        lock.lock();
+        continue;
+      }
       Range& r = queue_.front();
       busy_ = {r.b, r.b + std::min<size_t>(kStep, static_cast<size_t>(r.e - r.b))};
       r.b = busy_.e;
@@ -64,6 +87,7 @@ class Prefaulter {
   std::mutex mu_;
   std::condition_variable wake_, done_;
   std::deque<Range> queue_;
+  std::deque<Range> unmaps_;  // mappings given up (unmap_later), unmapped when nothing is to populate
   Range busy_;  // the step being populated, unlocked
   bool started_ = false;
   bool running_ = false;  // the worker exists
@@ -84,6 +108,12 @@ bool prefault_enabled() {
 
 void prefault(void* begin, size_t bytes) {
   if (Prefaulter* p = instance(); p && bytes) p->add(static_cast<char*>(begin), static_cast<char*>(begin) + bytes);
+}
+
+void unmap_later(void* begin, size_t bytes) {
+  if (!bytes) return;
+  Prefaulter* p = instance();
+  if (!p || !p->unmap(static_cast<char*>(begin), static_cast<char*>(begin) + bytes)) munmap(begin, bytes);
 }
 
 void forget_prefault(void* begin, size_t bytes) {
