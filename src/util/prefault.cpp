@@ -88,7 +88,7 @@ class Prefaulter {
   std::condition_variable wake_, done_;
   std::deque<Range> queue_;
   std::deque<Range> unmaps_;  // mappings given up (unmap_later), unmapped when nothing is to populate
-  Range busy_;  // the step being populated, unlocked
+  Range busy_;                // the step being populated, unlocked
   bool started_ = false;
   bool running_ = false;  // the worker exists
 };
