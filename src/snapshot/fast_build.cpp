@@ -2068,11 +2068,18 @@ FastResult FastBuilder::run() {
 // own_frame_bit_, deferred ones by kDeferredFrame); this thread interns them into its tables
 // as it takes the events: a list the tail began is moved whole, one it went on with is
 // appended to.
+// The thread starts with the parse: it finds the FRAME a little before the middle (hopping
+// the FRAME lengths from the start faults in a page of the mapping every 64 KiB: 30 to 40 ms
+// of a 1 GB file, which the first half no longer waits for), says so (kPlanned), and waits
+// until the first half hands it the seeded second half (kHanded) or gives up the split (kStop).
 struct FastBuilder::Split {
   static constexpr uint64_t kNowhere = UINT64_MAX;
-  uint64_t target = 0;             // the first opcode of a FRAME a little before the middle
-  uint64_t want = 0;               // the middle
-  uint64_t look_to = 0;            // how far the second half looks for the start of an event list
+  enum Stage : int { kPlanning, kPlanned, kHanded, kStop };
+  double at = 0.5;       // SplitOptions::at
+  uint64_t target = 0;   // the first opcode of a FRAME a little before the middle
+  uint64_t want = 0;     // the middle
+  uint64_t look_to = 0;  // how far the second half looks for the start of an event list
+  std::atomic<int> stage{kPlanning};
   std::atomic<uint64_t> start{0};  // S, once the second half found it (kNowhere: it did not)
   uint64_t head_memo = 0;          // the first half's memo count when the second half was made
   std::atomic<bool> cancel{false};
@@ -2083,8 +2090,12 @@ struct FastBuilder::Split {
   std::thread thread;
   ~Split() {
     cancel = true;
+    stage.store(kStop, std::memory_order_release);
+    stage.notify_all();
     if (thread.joinable()) thread.join();
   }
+  // Sets target, want and look_to for the pickle [b, b + n); false when no FRAME is there.
+  bool plan(const uint8_t* b, uint64_t n);
 };
 
 namespace {
@@ -2147,32 +2158,68 @@ size_t op_length(const uint8_t* q, const uint8_t* end) {
 
 }  // namespace
 
-// At the start: the FRAME a little before the middle, from which the second half looks for
-// where to start. Only a protocol 4+ pickle has FRAMEs.
+// At the start: a second thread, which finds the FRAME a little before the middle, from
+// which the second half looks for where to start. Only a protocol 4+ pickle has FRAMEs.
 void FastBuilder::plan_split(const SplitOptions& o) {
   const uint8_t* b = begin_;
   uint64_t n = uint64_t(end_ - begin_);
   if (n < 11 || b[0] != 0x80 || b[1] < 4) return;
-  uint64_t want = uint64_t(double(n) * std::clamp(o.at, 0.0, 1.0));
-  uint64_t from = want - std::min(want, n / 50), at = 2;
-  while (at + 9 <= n && b[at] == 0x95) {
-    uint64_t len;
-    std::memcpy(&len, b + at + 1, 8);
-    uint64_t first = at + 9;
-    if (first >= from) {
-      split_ = std::make_unique<Split>();
-      split_->target = first;
-      split_->want = std::max(first, want);
-      split_->look_to = std::min(n, split_->want + n / 50 + (uint64_t{128} << 10));
-      split_step_ = std::max<uint64_t>(o.step, 1);
-      split_wait_ = o.wait;
-      split_try_ = split_step_;
-      next_check_ = std::min(next_check_, split_try_);
-      return;
-    }
-    if (len > n - first) return;
-    at = first + len;
+  split_ = std::make_unique<Split>();
+  split_->at = std::clamp(o.at, 0.0, 1.0);
+  split_step_ = std::max<uint64_t>(o.step, 1);
+  split_wait_ = o.wait;
+  split_try_ = split_step_;
+  next_check_ = std::min(next_check_, split_try_);
+  Split* raw = split_.get();
+  try {
+    split_->thread = std::thread([raw, b, n] {
+      if (!raw->plan(b, n)) raw->start.store(Split::kNowhere, std::memory_order_relaxed);
+      int stage = Split::kPlanning;
+      if (!raw->stage.compare_exchange_strong(stage, Split::kPlanned, std::memory_order_acq_rel)) return;  // kStop
+      raw->stage.notify_all();
+      while ((stage = raw->stage.load(std::memory_order_acquire)) == Split::kPlanned)
+        raw->stage.wait(Split::kPlanned, std::memory_order_acquire);
+      if (stage != Split::kHanded) return;
+      struct Done {
+        Split* sp;
+        ~Done() { sp->t1 = std::chrono::steady_clock::now(); }
+      } done{raw};
+      FastBuilder& tb = *raw->tail;
+      uint64_t s = tb.find_start(*raw);
+      raw->start.store(s ? s : Split::kNowhere, std::memory_order_release);
+      if (s == 0) return;
+      tb.p_ = tb.begin_ + s;
+      try {
+        (void)tb.run();
+      } catch (const TailStop&) {
+        raw->tail_ok = true;
+      } catch (const Bail& gave_up) {
+        raw->bail_line = gave_up.line;
+      } catch (...) {
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to be had: this one reads on alone
+    split_.reset();
   }
+}
+
+bool FastBuilder::Split::plan(const uint8_t* b, uint64_t n) {
+  want = uint64_t(double(n) * at);
+  uint64_t from = want - std::min(want, n / 50), pos = 2;
+  while (pos + 9 <= n && b[pos] == 0x95) {
+    uint64_t len;
+    std::memcpy(&len, b + pos + 1, 8);
+    uint64_t first = pos + 9;
+    if (first >= from) {
+      target = first;
+      want = std::max(first, want);
+      look_to = std::min(n, want + n / 50 + (uint64_t{128} << 10));
+      return true;
+    }
+    if (len > n - first) return false;
+    pos = first + len;
+  }
+  return false;
 }
 
 // Whether a trace event dict starts at q (an opcode's start): its first key is "action".
@@ -2223,17 +2270,12 @@ uint64_t FastBuilder::find_start(const Split& sp) const {
 void FastBuilder::maybe_split() {
   Split& sp = *split_;
   uint64_t at = off(p_);
-  if (sp.thread.joinable()) {  // started: has it said where?
+  if (sp.tail) {  // started: has it said where?
     uint64_t s = sp.start.load(std::memory_order_acquire);
     if (s == Split::kNowhere)
       split_.reset();
     else if (s != 0)
       split_stop_ = s;
-    return;
-  }
-  if (at + 4 * split_step_ >= sp.target || used_put_ || pframes_.size() >= (1u << 28) ||
-      (budget_ && budget_->left() < uint64_t(end_ - begin_))) {
-    split_.reset();
     return;
   }
   // The second half starts once the memo holds most of what a training loop's events
@@ -2247,9 +2289,24 @@ void FastBuilder::maybe_split() {
     if (!any) return;
     split_events_at_ = at;
   }
+  // Where the middle is, once the second thread has found it (at once when told to wait).
+  if (sp.stage.load(std::memory_order_acquire) == Split::kPlanning) {
+    if (!split_wait_) return;
+    while (sp.stage.load(std::memory_order_acquire) == Split::kPlanning)
+      sp.stage.wait(Split::kPlanning, std::memory_order_acquire);
+  }
+  if (sp.start.load(std::memory_order_acquire) == Split::kNowhere) {  // no FRAME near the middle
+    split_.reset();
+    return;
+  }
+  if (at + 4 * split_step_ >= sp.target || used_put_ || pframes_.size() >= (1u << 28) ||
+      (budget_ && budget_->left() < uint64_t(end_ - begin_))) {
+    split_.reset();
+    return;
+  }
   if (at < std::clamp(4 * split_events_at_, sp.target / 32, sp.target / 4)) return;
   auto t = std::make_unique<FastBuilder>(std::span<const uint8_t>(begin_, size_t(end_ - begin_)), nullptr, nullptr,
-                                         nullptr, nullptr, nullptr, 0);
+                                         nullptr, nullptr, nullptr, 0, SplitOptions::none());
   t->tail_ = true;
   t->protocol_ = protocol_;
   t->used_memoize_ = true;
@@ -2282,32 +2339,9 @@ void FastBuilder::maybe_split() {
   t->marks_ = {2};
   sp.head_memo = memo_count_;
   sp.tail = std::move(t);
-  Split* raw = &sp;
-  raw->t0 = std::chrono::steady_clock::now();
-  try {
-    sp.thread = std::thread([raw] {
-      struct Done {
-        Split* sp;
-        ~Done() { sp->t1 = std::chrono::steady_clock::now(); }
-      } done{raw};
-      FastBuilder& tb = *raw->tail;
-      uint64_t s = tb.find_start(*raw);
-      raw->start.store(s ? s : Split::kNowhere, std::memory_order_release);
-      if (s == 0) return;
-      tb.p_ = tb.begin_ + s;
-      try {
-        (void)tb.run();
-      } catch (const TailStop&) {
-        raw->tail_ok = true;
-      } catch (const Bail& gave_up) {
-        raw->bail_line = gave_up.line;
-      } catch (...) {
-      }
-    });
-  } catch (const std::system_error&) {  // no thread to be had: this one reads on alone
-    split_.reset();
-    return;
-  }
+  sp.t0 = std::chrono::steady_clock::now();
+  sp.stage.store(Split::kHanded, std::memory_order_release);
+  sp.stage.notify_all();
   if (split_wait_) {
     while (sp.start.load(std::memory_order_acquire) == 0) std::this_thread::yield();
     maybe_split();  // hears where
