@@ -80,3 +80,31 @@ TEST_CASE("a mapped PodBuffer stays exact when push_back follows resize_uninitia
   for (uint32_t i = 0; i < 5'000'000; ++i) bad += b[i] != i;
   CHECK(bad == 0);
 }
+
+TEST_CASE("unmap_later unmaps each mapping it is given, also while pages are being populated") {
+  auto mapped = [](void* p) {  // mincore fails with ENOMEM on an unmapped range
+    unsigned char v[1];
+    return mincore(p, 4096, v) == 0;
+  };
+  void* busy = fresh();  // a long populate keeps the worker busy
+  memsnap::util::prefault(busy, kBytes);
+  std::vector<void*> given;
+  for (int i = 0; i < 3; ++i) {
+    void* p = fresh();
+    static_cast<unsigned char*>(p)[0] = 1;
+    REQUIRE(mapped(p));
+    memsnap::util::unmap_later(p, kBytes);
+    given.push_back(p);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto any_mapped = [&] {
+    for (void* p : given)
+      if (mapped(p)) return true;
+    return false;
+  };
+  while (any_mapped() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (void* p : given) CHECK_FALSE(mapped(p));
+  memsnap::util::forget_prefault(busy, kBytes);
+  munmap(busy, kBytes);
+}
