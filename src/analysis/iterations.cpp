@@ -364,15 +364,23 @@ std::vector<snapshot::FrameId> common_chain(const Context& ctx, const Allocs& al
     }
     if (!it->second.empty()) voters.push_back(&it->second);
   }
+  // Per depth, a frame 97% of the voters share is the majority of those deep enough to
+  // vote, so the majority vote's candidate (Boyer-Moore: one pass, no counting map) is the
+  // only frame that can pass; a second pass counts it.
   std::vector<snapshot::FrameId> out;
   for (size_t depth = 0; !voters.empty(); ++depth) {
-    std::unordered_map<uint32_t, size_t, util::Hasher> count;
-    for (auto* c : voters)
-      if (depth < c->size()) ++count[(*c)[depth].v];
     uint32_t best = 0;
+    size_t lead = 0;
+    for (auto* c : voters) {
+      if (depth >= c->size()) continue;
+      uint32_t f = (*c)[depth].v;
+      if (lead == 0)
+        best = f, lead = 1;
+      else
+        lead += f == best ? 1 : size_t(-1);
+    }
     size_t best_n = 0;
-    for (auto [f, k] : count)
-      if (k > best_n || (k == best_n && f < best)) best = f, best_n = k;
+    for (auto* c : voters) best_n += depth < c->size() && (*c)[depth].v == best;
     if (best_n * 100 < voters.size() * 97) break;
     out.push_back(snapshot::FrameId{best});
   }

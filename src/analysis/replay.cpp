@@ -210,7 +210,8 @@ LiveRange Replay::range(uint32_t id) const {
 // Backwards from the dump: what was live and reserved before the first event, and
 // the exact size of every alloc whose block survives to the dump.
 void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
-  FlatMap64<LiveRange> live;
+  FlatMap64<Undone> live;
+  std::vector<LiveRange> dumped;  // the dumped active blocks the map refers to
   for (const auto& s : device_.segments) {
     Seg rs;
     rs.end = s.address + s.total_size;
@@ -228,18 +229,19 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
       r.size = b.size;
       r.requested = b.requested_size;
       r.stack = b.stack;
-      r.pending_at_start = b.state == BlockState::ActivePendingFree;  // "pending" while undoing
-      live.try_emplace(b.address, r);
+      // "pending" while undoing
+      uint32_t flags = Undone::kFromDump | (b.state == BlockState::ActivePendingFree ? Undone::kPending : 0);
+      if (live.try_emplace(b.address, Undone{static_cast<uint32_t>(dumped.size()), flags}).second) dumped.push_back(r);
     }
   }
   const auto& trace = device_.trace;
   for (size_t k = trace.size(); k-- > 0;) {
     uint32_t i = static_cast<uint32_t>(k);
-    switch (trace.action_at(k)) {
+    switch (Action a = trace.action_at(k)) {
       case Action::Alloc:
       case Action::FreeRequested:
       case Action::FreeCompleted:
-      case Action::Free: undo_block_event(live, block_event(trace, k), i); break;
+      case Action::Free: undo_block_event(live, dumped, a, trace.addr_at(k), i); break;
       case Action::SegmentAlloc:
       case Action::SegmentFree:
       case Action::SegmentMap:
@@ -248,50 +250,61 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
     }
   }
   std::reverse(exact_size_.begin(), exact_size_.end());  // by event, for the sweep's cursor
-  live.for_each([&](uint64_t, const LiveRange& r) { start_live.push_back(r); });
+  // What is live at the start: a dumped block, or one a free in the window brought back with
+  // the rounded size of its request.
+  live.for_each([&](uint64_t addr, const Undone& u) {
+    LiveRange r;
+    if (u.flags & Undone::kFromDump) {
+      r = dumped[u.from];
+    } else {
+      r.addr = addr;
+      r.requested = trace.size_at(u.from);
+      r.size = rules::round_size(r.requested, ctx_.snap.settings);
+      r.stack = trace.stack_at(u.from);
+      r.size_exact = false;
+    }
+    r.pending_at_start = u.flags & Undone::kPending;
+    start_live.push_back(r);
+  });
   // A deterministic order (the map's is seeded): by address.
   std::sort(start_live.begin(), start_live.end(),
             [](const LiveRange& a, const LiveRange& b) { return a.addr < b.addr; });
 }
 
 // Undoing an alloc removes its block (and learns its exact size when it survives to
-// the dump); undoing a free brings back a block of the rounded requested size.
-void Replay::undo_block_event(FlatMap64<LiveRange>& live, const TraceEvent& e, uint32_t i) {
-  auto estimated = [&](bool pending) {
-    LiveRange r;
-    r.addr = e.addr;
-    r.size = rules::round_size(e.size, ctx_.snap.settings);
-    r.requested = e.size;
-    r.stack = e.stack;
-    r.size_exact = false;
-    r.pending_at_start = pending;
-    return r;
-  };
-  LiveRange* r = live.find(e.addr);
-  switch (e.action) {
+// the dump); undoing a free brings back a block of the rounded requested size (worked out
+// at the end, for the blocks still live at the start).
+void Replay::undo_block_event(FlatMap64<Undone>& live, const std::vector<LiveRange>& dumped, Action action,
+                              uint64_t addr, uint32_t i) {
+  Undone* u = live.find(addr);
+  switch (action) {
     case Action::Alloc:
-      if (!r || r->pending_at_start) {
-        note(i, "alloc at " + hex(e.addr) + ", but no block is allocated there after it");
-      } else if (r->size_exact) {
-        exact_size_.push_back({i, r->size});  // undo runs backwards: descending events
+      if (!u || (u->flags & Undone::kPending)) {
+        note(i, "alloc at " + hex(addr) + ", but no block is allocated there after it");
+      } else if (u->flags & Undone::kFromDump) {
+        exact_size_.push_back({i, dumped[u->from].size});  // undo runs backwards: descending events
       }
-      if (r) live.erase(e.addr);
+      if (u) live.erase_found(u);
       break;
     case Action::FreeRequested:
-      if (!r) {
-        note(i, "free_requested of " + hex(e.addr) + ", but its block is not awaiting completion after it");
-        live.try_emplace(e.addr, estimated(false));
+      if (!u) {
+        note(i, "free_requested of " + hex(addr) + ", but its block is not awaiting completion after it");
+        live.try_emplace(addr, Undone{i, 0});
       } else {
-        r->pending_at_start = false;
+        u->flags &= ~Undone::kPending;
       }
       break;
     default:  // FreeCompleted, Free
-      if (r) {
-        note(i, "free of " + hex(e.addr) + ", but a block is still live there after it");
-        live.erase(e.addr);
+    {
+      Undone undone{i, action == Action::FreeCompleted ? Undone::kPending : 0};
+      if (u) {
+        note(i, "free of " + hex(addr) + ", but a block is still live there after it");
+        *u = undone;  // the later block is replaced
+      } else {
+        live.try_emplace(addr, undone);
       }
-      live.try_emplace(e.addr, estimated(e.action == Action::FreeCompleted));
       break;
+    }
   }
 }
 
@@ -490,7 +503,7 @@ void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
   }
   bool completes = e.action != Action::FreeRequested;
   release(s, *id, i, completes);
-  if (completes) s.live.erase(e.addr);
+  if (completes) s.live.erase_found(id);
 }
 
 // What consumers read of the totals after event i: peaks and OOMs.

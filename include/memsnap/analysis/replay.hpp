@@ -216,7 +216,15 @@ class Replay {
 
   struct SweepState;
   void undo(std::vector<LiveRange>& start_live, SegMap& segs);
-  void undo_block_event(FlatMap64<LiveRange>& live, const snapshot::TraceEvent& e, uint32_t i);
+  // A block the undo holds live: where its facts are (8 bytes, not a LiveRange: the map is
+  // probed once per block event, and most entries are erased again a few events later).
+  struct Undone {
+    static constexpr uint32_t kFromDump = 1, kPending = 2;
+    uint32_t from = 0;   // kFromDump: index of a dumped block in `dumped`; else the free event that made it
+    uint32_t flags = 0;  // kFromDump: its size is the dumped block's (exact); kPending: a pending free
+  };
+  void undo_block_event(FlatMap64<Undone>& live, const std::vector<LiveRange>& dumped, snapshot::Action action,
+                        uint64_t addr, uint32_t i);
   void undo_segment_event(SegMap& segs, const snapshot::TraceEvent& e, uint32_t i);
   void sweep(const ReplayOptions& options);
   void sweep_alloc(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);

@@ -60,18 +60,13 @@ class FlatMap64 {
       if (slots_[i].key == key) break;
       i = (i + 1) & mask_;
     }
-    // Backward shift: pull later entries of the probe run into the hole.
-    size_t hole = i;
-    for (size_t j = (i + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
-      size_t h = home(slots_[j].key);
-      if (((j - h) & mask_) >= ((j - hole) & mask_)) {  // the hole lies on j's probe path
-        slots_[hole] = slots_[j];
-        hole = j;
-      }
-    }
-    slots_[hole].used = false;
-    --size_;
+    erase_slot(i);
     return true;
+  }
+  /// Removes the entry whose value `find` returned (no second probe for its key).
+  void erase_found(V* value) {
+    erase_slot(static_cast<size_t>(reinterpret_cast<Slot*>(reinterpret_cast<char*>(value) - offsetof(Slot, value)) -
+                                   slots_.data()));
   }
 
   template <class F>
@@ -83,6 +78,19 @@ class FlatMap64 {
   void clear() { rehash(16); }
 
  private:
+  void erase_slot(size_t i) {
+    // Backward shift: pull later entries of the probe run into the hole.
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
+      size_t h = home(slots_[j].key);
+      if (((j - h) & mask_) >= ((j - hole) & mask_)) {  // the hole lies on j's probe path
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole].used = false;
+    --size_;
+  }
   struct Slot {
     uint64_t key = 0;
     V value{};
