@@ -93,21 +93,20 @@ void Trace::push_back(const TraceEvent& e) {
 // Event i's time: a delta from its block's base (the block's first time), or escaped.
 void Trace::push_time(size_t i, int64_t time_us) {
   if ((i >> kBlockShift) >= time_base_.size()) time_base_.push_back(TraceEvent::kNoTime);
+  time_.push_back(encode_time(i, time_us));
+}
+
+// The stored form of event i's time; its block's base exists.
+int32_t Trace::encode_time(size_t i, int64_t time_us) {
+  if (time_us == TraceEvent::kNoTime) return kNoTimeDelta;
   int64_t& base = time_base_[i >> kBlockShift];
-  if (time_us == TraceEvent::kNoTime) {
-    time_.push_back(kNoTimeDelta);
-    return;
-  }
   if (base == TraceEvent::kNoTime) base = time_us;
   // Overflow-safe: compare before subtracting.
   bool near = time_us >= base ? uint64_t(time_us) - uint64_t(base) < uint64_t(INT32_MAX)
                               : uint64_t(base) - uint64_t(time_us) < uint64_t(INT32_MAX) - 2;
-  if (near) {
-    time_.push_back(static_cast<int32_t>(time_us - base));
-  } else {
-    time_.push_back(kEscapedTime);
-    big_times_.emplace_back(i, static_cast<uint64_t>(time_us));
-  }
+  if (near) return static_cast<int32_t>(time_us - base);
+  big_times_.emplace_back(i, static_cast<uint64_t>(time_us));
+  return kEscapedTime;
 }
 
 void Trace::append_columns(const Trace& src) {
@@ -121,14 +120,18 @@ void Trace::append_columns(const Trace& src) {
   copy(action_, src.action_);
   for (const auto& [i, v] : src.big_sizes_) big_sizes_.emplace_back(i + n, v);
   size_t escaped_time = 0;
+  addr_hi_.append(src.addr_hi_);
+  stream_.append(src.stream_);
+  // Times are re-encoded: the blocks their bases belong to start at other events here.
+  if (m) time_base_.resize(((n + m - 1) >> kBlockShift) + 1, TraceEvent::kNoTime);
+  time_.resize_uninitialized(n + m);
+  int32_t* out = time_.data() + n;
   for (size_t j = 0; j < m; ++j) {
-    addr_hi_.push_back(src.addr_hi_[j]);
-    stream_.push_back(src.stream_[j]);
     int32_t t = src.time_[j];
     int64_t us = t == kNoTimeDelta   ? TraceEvent::kNoTime
                  : t == kEscapedTime ? static_cast<int64_t>(src.big_times_[escaped_time++].second)
                                      : src.time_base_[j >> kBlockShift] + t;
-    push_time(n + j, us);
+    out[j] = encode_time(n + j, us);
   }
 }
 

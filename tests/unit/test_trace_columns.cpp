@@ -138,3 +138,116 @@ TEST_CASE("a dictionary column turns to values past 65,535 distinct ones") {
   auto copy = c.clone();
   CHECK(copy[65536] == 6);
 }
+
+// The bulk appends a parse in two halves joins with must equal pushing the rows one by one:
+// the same values, the same representation (constant or dense, indexed or wide), the same
+// table order, for every mix of constant and varying halves.
+namespace {
+
+std::vector<uint32_t> column_values(size_t n, int kind, uint32_t base) {
+  std::vector<uint32_t> v;
+  for (size_t i = 0; i < n; ++i) switch (kind) {
+      case 0: v.push_back(base); break;                                  // constant
+      case 1: v.push_back(base + static_cast<uint32_t>(i % 5)); break;   // a few values
+      case 2: v.push_back(base + static_cast<uint32_t>(i % 40)); break;  // past the linear table
+      case 3: v.push_back(i + 1 < n ? base : base + 1); break;           // turns on the last row
+      default: v.push_back(base + static_cast<uint32_t>(i)); break;      // all distinct
+    }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a lazy column's append equals pushing its rows") {
+  auto f = [](uint32_t x) { return x % 7 == 3 ? 3u : x + 1000; };  // may merge two values
+  for (size_t n : {size_t{0}, size_t{1}, size_t{300}})
+    for (size_t m : {size_t{0}, size_t{1}, size_t{300}})
+      for (int dk = 0; dk < 5; ++dk)
+        for (int sk = 0; sk < 5; ++sk)
+          for (uint32_t sbase : {3u, 10u}) {
+            CAPTURE(n);
+            CAPTURE(m);
+            CAPTURE(dk);
+            CAPTURE(sk);
+            CAPTURE(sbase);
+            memsnap::util::LazyColumn<uint32_t> a, b, src;
+            for (uint32_t x : column_values(n, dk, 1003)) a.push_back(x), b.push_back(x);
+            for (uint32_t x : column_values(m, sk, sbase)) src.push_back(x);
+            for (size_t j = 0; j < src.size(); ++j) a.push_back(f(src[j]));
+            b.append(src, f);
+            REQUIRE(b.size() == a.size());
+            CHECK(b.dense() == a.dense());
+            size_t bad = 0;
+            for (size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
+            CHECK(bad == 0);
+          }
+}
+
+TEST_CASE("a dictionary column's append equals pushing its rows") {
+  auto check_append = [](const std::vector<uint64_t>& head, const std::vector<uint64_t>& tail) {
+    memsnap::util::DictColumn<uint64_t> a, b, src;
+    for (uint64_t x : head) a.push_back(x), b.push_back(x);
+    for (uint64_t x : tail) src.push_back(x), a.push_back(x);
+    b.append(src);
+    REQUIRE(b.size() == a.size());
+    CHECK(b.wide() == a.wide());
+    size_t bad = 0;
+    for (size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
+    CHECK(bad == 0);
+    // The same table order: a further row of any value gets the same code either way, so
+    // the two columns stay equal as they grow.
+    for (uint64_t x : {uint64_t{5}, uint64_t{77}, uint64_t{123456}}) a.push_back(x), b.push_back(x);
+    bad = 0;
+    for (size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
+    CHECK(bad == 0);
+  };
+  for (int hk = 0; hk < 5; ++hk)
+    for (int tk = 0; tk < 5; ++tk)
+      for (uint32_t tbase : {5u, 20u, 900u}) {
+        CAPTURE(hk);
+        CAPTURE(tk);
+        CAPTURE(tbase);
+        std::vector<uint64_t> head, tail;
+        for (uint32_t x : column_values(300, hk, 5)) head.push_back(x);
+        for (uint32_t x : column_values(300, tk, tbase)) tail.push_back(x);
+        check_append(head, tail);
+        check_append({}, tail);
+        check_append(head, {});
+      }
+  // Past 65,535 distinct values: the head's table full, the tail's new values widen the
+  // column partway through its table; a wide head; a wide tail.
+  std::vector<uint64_t> full, fresh, wide;
+  for (uint64_t i = 0; i < 65530; ++i) full.push_back(i * 3);
+  for (uint64_t i = 0; i < 20; ++i) fresh.push_back(i % 2 ? i * 3 : 1000000 + i);  // old and new values
+  for (uint64_t i = 0; i < 70000; ++i) wide.push_back(i * 5);
+  check_append(full, fresh);
+  check_append(wide, fresh);
+  check_append(fresh, wide);
+  check_append(full, full);
+}
+
+TEST_CASE("a trace's append equals pushing its events") {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{5000}})
+    for (size_t m : {size_t{0}, size_t{1}, size_t{9000}})
+      for (size_t turn : {size_t{0}, size_t{4500}}) {
+        CAPTURE(n);
+        CAPTURE(m);
+        CAPTURE(turn);
+        auto head = events(n, n), tail = events(m, turn);
+        // Times far from the head's, so that some escape in the joined blocks.
+        for (size_t j = 0; j < tail.size(); ++j)
+          if (tail[j].time_us != TraceEvent::kNoTime && j % 3 == 0) tail[j].time_us += int64_t{1} << 40;
+        Trace a, b, src;
+        for (const auto& e : head) a.push_back(e), b.push_back(e);
+        for (auto e : tail) {
+          src.push_back(e);
+          e.stack = StackId{e.stack.v * 2 + 1};
+          a.push_back(e);
+        }
+        b.append(src, [](uint32_t s) { return s * 2 + 1; });
+        REQUIRE(b.size() == a.size());
+        size_t bad = 0;
+        for (size_t i = 0; i < a.size(); ++i) bad += !same(a[i], b[i]);
+        CHECK(bad == 0);
+      }
+}

@@ -243,7 +243,7 @@ class Trace {
     size_t n = size(), m = src.size();
     reserve(n + m);
     append_columns(src);
-    for (size_t j = 0; j < m; ++j) stack_.push_back(f(src.stack_[j]));
+    stack_.append(src.stack_, f);
   }
 
  private:
@@ -253,6 +253,7 @@ class Trace {
   static constexpr unsigned kBlockShift = 12;
   static uint64_t escaped(const std::vector<std::pair<uint64_t, uint64_t>>& side, size_t i);
   void push_time(size_t i, int64_t time_us);
+  int32_t encode_time(size_t i, int64_t time_us);
   void append_columns(const Trace& src);  // every column but stack_
 
   // Columns grow by realloc (mremap when large): no copy, no second peak.

@@ -58,6 +58,31 @@ class DictColumn {
     ids_ = {};
     wide_ = true;
   }
+  /// Appends src's rows, as push_back would row by row: src's distinct values are looked up
+  /// here once each (new ones join the table in the order of their first row, as row by row),
+  /// and its rows' indices are translated, or copied when the codes agree.
+  void append(const DictColumn& src) {
+    size_t m = src.size();
+    if (!wide_ && !src.wide_) {
+      std::vector<uint16_t> code(src.table_.size());
+      bool same = true;
+      size_t k = 0;
+      for (; k < src.table_.size(); ++k) {
+        uint16_t c = intern(src.table_[k]);
+        if (c == kFull) break;  // the table is full: the rows below widen the column
+        code[k] = c;
+        same = same && c == k;
+      }
+      if (k == src.table_.size()) {
+        if (same)
+          index_.append(src.index_);
+        else
+          index_.append(src.index_, [&](uint16_t x) { return code[x]; });
+        return;
+      }
+    }
+    for (size_t j = 0; j < m; ++j) push_back(src[j]);
+  }
   void reserve(size_t n) { wide_ ? values_.reserve(n) : index_.reserve(n); }
   void trim() { wide_ ? values_.trim() : index_.trim(); }
   size_t memory_bytes() const {

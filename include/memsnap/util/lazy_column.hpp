@@ -6,6 +6,7 @@
 // the constant up to that point) and grow like one.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include "memsnap/util/pod_buffer.hpp"
@@ -45,6 +46,33 @@ class LazyColumn {
     }
     densify();
     v_.push_back(x);
+  }
+  /// Appends f(x) for each value x of src, as push_back would, in one pass: the column
+  /// stays constant while the values are, and dense rows are written without a check each.
+  template <class F>
+  void append(const LazyColumn& src, F f) {
+    size_t m = src.size(), j = 0;
+    if (m == 0) return;
+    if (!src.dense_ && !dense_) {
+      T x = f(src.fill_);
+      if (n_ == 0 || x == fill_) {
+        fill_ = x;
+        n_ += m;
+        return;
+      }
+    }
+    for (; j < m && !dense_; ++j) push_back(f(src[j]));
+    if (j == m) return;
+    size_t n = v_.size();
+    v_.resize_uninitialized(n + (m - j));
+    T* d = v_.data() + n;
+    if (src.dense_)
+      for (const T* s = src.v_.data() + j; j < m; ++j) *d++ = f(*s++);
+    else
+      std::fill_n(d, m - j, f(src.fill_));
+  }
+  void append(const LazyColumn& src) {
+    append(src, [](T x) { return x; });
   }
   /// Replaces every value x by f(x).
   template <class F>
