@@ -673,7 +673,7 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
   size_t step = std::max<size_t>(1, level.size() / 400);
   for (size_t j = 0; j < level.size(); j += step) sample.push_back(level[j]);
   std::vector<double> slopes;
-  slopes.reserve(sample.size() * (sample.size() - std::min<size_t>(sample.size(), 1)) / 2);
+  if (size_t n = sample.size(); n >= 2) slopes.reserve(n * (n - 1) / 2);  // one slope a pair
   for (size_t a = 0; a < sample.size(); ++a)
     for (size_t b = a + 1; b < sample.size(); ++b) slopes.push_back((sample[b] - sample[a]) / double((b - a) * step));
   it.growth_bytes_per_iteration = median(slopes);

@@ -22,13 +22,8 @@ class FlatMap64 {
   bool empty() const { return size_ == 0; }
 
   V* find(uint64_t key) {
-    size_t i = home(key);
-    for (;;) {
-      Slot& s = slots_[i];
-      if (!s.used) return nullptr;
-      if (s.key == key) return &s.value;
-      i = (i + 1) & mask_;
-    }
+    size_t i = find_slot(key);
+    return i == kNone ? nullptr : &slots_[i].value;
   }
   const V* find(uint64_t key) const { return const_cast<FlatMap64*>(this)->find(key); }
   bool contains(uint64_t key) const { return find(key) != nullptr; }
@@ -54,20 +49,13 @@ class FlatMap64 {
 
   /// Removes the key; false when absent.
   bool erase(uint64_t key) {
-    size_t i = home(key);
-    for (;;) {
-      if (!slots_[i].used) return false;
-      if (slots_[i].key == key) break;
-      i = (i + 1) & mask_;
-    }
+    size_t i = find_slot(key);
+    if (i == kNone) return false;
     erase_slot(i);
     return true;
   }
   /// Removes the entry whose value `find` returned (no second probe for its key).
-  void erase_found(V* value) {
-    erase_slot(static_cast<size_t>(reinterpret_cast<Slot*>(reinterpret_cast<char*>(value) - offsetof(Slot, value)) -
-                                   slots_.data()));
-  }
+  void erase_found(V* value) { erase_slot(slot_of(value)); }
 
   template <class F>
   void for_each(F f) const {
@@ -78,6 +66,19 @@ class FlatMap64 {
   void clear() { rehash(16); }
 
  private:
+  static constexpr size_t kNone = SIZE_MAX;
+  // The slot holding key, or kNone.
+  size_t find_slot(uint64_t key) const {
+    for (size_t i = home(key);; i = (i + 1) & mask_) {
+      if (!slots_[i].used) return kNone;
+      if (slots_[i].key == key) return i;
+    }
+  }
+  // The slot a value returned by find lies in.
+  size_t slot_of(const V* value) const {
+    auto byte = reinterpret_cast<const char*>(value) - reinterpret_cast<const char*>(slots_.data());
+    return static_cast<size_t>(byte) / sizeof(Slot);
+  }
   void erase_slot(size_t i) {
     // Backward shift: pull later entries of the probe run into the hole.
     size_t hole = i;
