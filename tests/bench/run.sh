@@ -5,9 +5,9 @@
 #   GEN_ONLY=1 tests/bench/run.sh           # only make (and cache) the inputs
 #
 # Generates snapgen inputs of about 10 MB, 100 MB and 1 GB (train scenario, 30 layers, 2
-# devices, C++ frames, 35 extra frames) and one of about 100 MB recorded without frames,
-# once, under $MEMSNAP_BENCH_DIR (default /tmp/memsnap-bench, outside the repository),
-# with a .zst of each; then runs memsnap analyze --format json (plain, .zst, stdin),
+# devices, C++ frames, 35 extra frames), one of about 100 MB with one device and one of
+# about 100 MB recorded without frames, once, under $MEMSNAP_BENCH_DIR (default
+# /tmp/memsnap-bench, outside the repository), with a .zst of each; then runs memsnap analyze --format json (plain, .zst, stdin),
 # Python's pickle.load and bench_opwalk alternately on each and prints a Markdown table:
 # medians of RUNS runs of CPU time (user + sys), wall time, peak RssAnon (see measure.py).
 set -euo pipefail
@@ -37,6 +37,10 @@ for mb in $sizes; do
   gen "train${mb}mb" "$steps" "$entries" --cpp-frames --extra-frames 35
   files+=("$dir/train${mb}mb.pickle:${mb} MB, frames")
 done
+# One device: the whole trace is one event list, so the parse's second half starts inside
+# it and the join appends (two devices split at the second one's list, which moves whole).
+gen "one100mb" 1700 2000000 --cpp-frames --extra-frames 35 --devices 1
+files+=("$dir/one100mb.pickle:100 MB, one device")
 # Without frames: a trace recorded with context=None; events dominate the file.
 gen "plain300mb" 2500 2500000 --cpp-frames --extra-frames 35
 if [ ! -s "$dir/noframes.pickle" ]; then
