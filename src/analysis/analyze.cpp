@@ -8,6 +8,7 @@
 
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/prefault.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::analysis {
@@ -141,6 +142,7 @@ std::vector<DeviceAnalysis> analyze_devices(const Context& ctx, const std::vecto
     for (size_t k = 0; k < chosen.size(); ++k) out[k] = Analyzer::device(ctx, *chosen[k], o);
     return out;
   }
+  util::PrefaultPause pause;  // every core has a device: no core to spare for the prefault worker
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(chosen.size());
   auto work = [&] {

@@ -17,7 +17,7 @@ class Prefaulter {
  public:
   void add(char* b, char* e) {
     std::lock_guard lock(mu_);
-    if (!start()) return;
+    if (paused_ || !start()) return;
     queue_.push_back({b, e});
     wake_.notify_one();
   }
@@ -28,6 +28,11 @@ class Prefaulter {
     unmaps_.push_back({b, e});
     wake_.notify_one();
     return true;
+  }
+  void pause(bool on) {
+    std::lock_guard lock(mu_);
+    paused_ += on ? 1 : -1;
+    if (paused_) queue_.clear();  // hints: the writers fault their own pages
   }
   void forget(char* b, char* e) {
     std::unique_lock lock(mu_);
@@ -89,6 +94,7 @@ class Prefaulter {
   std::deque<Range> queue_;
   std::deque<Range> unmaps_;  // mappings given up (unmap_later), unmapped when nothing is to populate
   Range busy_;                // the step being populated, unlocked
+  int paused_ = 0;            // PrefaultPause guards alive
   bool started_ = false;
   bool running_ = false;  // the worker exists
 };
@@ -108,6 +114,14 @@ bool prefault_enabled() {
 
 void prefault(void* begin, size_t bytes) {
   if (Prefaulter* p = instance(); p && bytes) p->add(static_cast<char*>(begin), static_cast<char*>(begin) + bytes);
+}
+
+PrefaultPause::PrefaultPause(bool on) : on_(on) {
+  if (Prefaulter* p = instance(); p && on_) p->pause(true);
+}
+
+PrefaultPause::~PrefaultPause() {
+  if (Prefaulter* p = instance(); p && on_) p->pause(false);
 }
 
 void unmap_later(void* begin, size_t bytes) {
