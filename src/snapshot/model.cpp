@@ -119,13 +119,13 @@ void Trace::append_columns(const Trace& src) {
   copy(size_, src.size_);
   copy(action_, src.action_);
   for (const auto& [i, v] : src.big_sizes_) big_sizes_.emplace_back(i + n, v);
-  size_t escaped_time = 0;
   addr_hi_.append(src.addr_hi_);
   stream_.append(src.stream_);
   // Times are re-encoded: the blocks their bases belong to start at other events here.
   if (m) time_base_.resize(((n + m - 1) >> kBlockShift) + 1, TraceEvent::kNoTime);
   time_.resize_uninitialized(n + m);
   int32_t* out = time_.data() + n;
+  size_t escaped_time = 0;  // src's escaped times read so far
   for (size_t j = 0; j < m; ++j) {
     int32_t t = src.time_[j];
     int64_t us = t == kNoTimeDelta   ? TraceEvent::kNoTime
