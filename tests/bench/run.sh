@@ -7,8 +7,9 @@
 # Generates snapgen inputs of about 10 MB, 100 MB and 1 GB (train scenario, 30 layers, 2
 # devices, C++ frames, 35 extra frames), one of about 100 MB with one device and one of
 # about 100 MB recorded without frames, once, under $MEMSNAP_BENCH_DIR (default
-# /tmp/memsnap-bench, outside the repository), with a .zst of each; then runs memsnap analyze --format json (plain, .zst, stdin),
-# Python's pickle.load and bench_opwalk alternately on each and prints a Markdown table:
+# /tmp/memsnap-bench, outside the repository), with a .zst of each; then runs memsnap
+# analyze --format json (plain, .zst, stdin), Python's pickle.load and bench_opwalk
+# alternately on each and prints a Markdown table:
 # medians of RUNS runs of CPU time (user + sys), wall time, peak RssAnon (see measure.py).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
