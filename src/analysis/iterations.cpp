@@ -108,17 +108,8 @@ class Occurrences {
   std::span<const uint32_t> of(size_t k) const { return {pos_.data() + start_[k], start_[k + 1] - start_[k]}; }
   /// Those of the symbol of allocation i.
   std::span<const uint32_t> of_alloc(size_t i) const { return of(allocs_.symbol(i)); }
-  /// The first allocation of i's symbol at or after index `target` (> i), or nullopt.
-  /// Gallops forward from i's own place in the list: the answer is usually a few
-  /// entries on, so this costs the log of that distance, not of the list's length
-  /// (a binary search per sample over lists of 10^5 entries was 13% of `analyze`
-  /// on a trace without stacks).
-  std::optional<uint32_t> next_at_or_after(size_t i, size_t target) const {
-    std::span<const uint32_t> occ = of_alloc(i);
-    size_t k = gallop(occ, rank_[i], [&](uint32_t j) { return j < target; });  // occ[rank_[i]] == i < target
-    if (k == occ.size()) return std::nullopt;
-    return occ[k];
-  }
+  /// Allocation i's symbol's allocations from i itself on (i first), ascending.
+  std::span<const uint32_t> from_alloc(size_t i) const { return of_alloc(i).subspan(rank_[i]); }
 
  private:
   const Allocs& allocs_;
@@ -137,36 +128,25 @@ struct Periodicity {
   size_t steady_from = 0;  // allocation index where the periodic part starts
 };
 
-// Its working arrays, kept from one candidate period to the next: fresh ones were
-// mapped and page-faulted anew for each (perf: a fifth of a 114 MB analyze's faults).
-struct PeriodicityScratch {
-  std::vector<std::pair<size_t, bool>> hits;  // (position, repeats)
-  std::vector<size_t> suffix;
-  std::vector<std::pair<size_t, double>> starts;  // (position, ratio from there on)
+// One candidate period's samples: sample k is allocation k * stride, and hit[k] says
+// whether its symbol comes again about p later.
+struct Sampled {
+  size_t p = 0, slack = 0, limit = 0, stride = 1;
+  std::vector<uint8_t> hit;
 };
 
-Periodicity periodicity(const Allocs& a, const Occurrences& occurrences, size_t p, PeriodicityScratch& scratch) {
-  size_t n = a.size();
+// `suffix` is working space, kept from one candidate to the next: fresh arrays were
+// mapped and page-faulted anew for each (perf: a fifth of a 114 MB analyze's faults).
+Periodicity score(const Sampled& c, size_t n, std::vector<size_t>& suffix) {
   Periodicity out;
-  if (n < 3 * p) return out;
-  size_t slack = std::max<size_t>(1, p / 10);
-  size_t limit = n - p;
-  size_t stride = std::max<size_t>(1, limit / 20000);
-  auto& hits = scratch.hits;
-  hits.clear();
-  for (size_t i = 0; i < limit; i += stride) {
-    std::optional<uint32_t> next = occurrences.next_at_or_after(i, i + p - std::min(slack, p - 1));
-    hits.emplace_back(i, next && *next <= i + p + slack);
-  }
-  auto& suffix = scratch.suffix;
+  const auto& hits = c.hit;
   suffix.assign(hits.size() + 1, 0);
-  for (size_t k = hits.size(); k-- > 0;) suffix[k] = suffix[k + 1] + hits[k].second;
-  auto& starts = scratch.starts;
-  starts.clear();
+  for (size_t k = hits.size(); k-- > 0;) suffix[k] = suffix[k + 1] + hits[k];
+  std::vector<std::pair<size_t, double>> starts;  // (position, ratio from there on)
   for (size_t part = 0; part < 16; ++part) {
     size_t k = hits.size() * part / 16;
-    if (k >= hits.size() || n - hits[k].first < 3 * p) break;
-    starts.emplace_back(hits[k].first, double(suffix[k]) / double(hits.size() - k));
+    if (k >= hits.size() || n - k * c.stride < 3 * c.p) break;
+    starts.emplace_back(k * c.stride, double(suffix[k]) / double(hits.size() - k));
     out.ratio = std::max(out.ratio, starts.back().second);
   }
   for (auto [pos, r] : starts)  // the earliest start that is nearly as periodic as the best one
@@ -174,6 +154,54 @@ Periodicity periodicity(const Allocs& a, const Occurrences& occurrences, size_t 
       out.steady_from = pos;
       break;
     }
+  return out;
+}
+
+// Every candidate period's periodicity, in the candidates' order. The candidates that
+// sample with the same stride share one walk over the samples, smallest period first:
+// each sample's list of its symbol's allocations is found once, and each period's search
+// in it starts where the smaller period's ended (its target is no earlier). Scoring one
+// period at a time found the list again for each, a cache miss per sample and period
+// (perf: periodicity() was a third of the iteration search on the 114 MB bench file).
+std::vector<Periodicity> periodicities(const Allocs& a, const Occurrences& occurrences, const std::vector<size_t>& ps) {
+  const size_t n = a.size();
+  std::vector<Sampled> c(ps.size());
+  std::vector<size_t> order;  // the candidates with at least three periods, by (stride, p)
+  for (size_t j = 0; j < ps.size(); ++j) {
+    size_t p = ps[j];
+    c[j].p = p;
+    if (n < 3 * p) continue;
+    c[j].slack = std::max<size_t>(1, p / 10);
+    c[j].limit = n - p;
+    c[j].stride = std::max<size_t>(1, c[j].limit / 20000);
+    c[j].hit.reserve((c[j].limit + c[j].stride - 1) / c[j].stride);
+    order.push_back(j);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return c[x].stride != c[y].stride ? c[x].stride < c[y].stride : c[x].p < c[y].p;
+  });
+  for (size_t g = 0; g < order.size();) {
+    size_t h = g;
+    size_t stride = c[order[g]].stride, limit = 0;
+    while (h < order.size() && c[order[h]].stride == stride) limit = std::max(limit, c[order[h++]].limit);
+    for (size_t i = 0; i < limit; i += stride) {
+      std::span<const uint32_t> occ = occurrences.from_alloc(i);  // occ[0] == i
+      size_t k = 0, last_target = 0;
+      for (size_t m = g; m < h; ++m) {
+        Sampled& s = c[order[m]];
+        if (i >= s.limit) continue;
+        size_t target = i + s.p - std::min(s.slack, s.p - 1);  // > i
+        if (target < last_target) k = 0;                       // (p - slack does not fall as p grows: a guard)
+        last_target = target;
+        k = gallop(occ, k, [&](uint32_t j) { return j < target; });
+        s.hit.push_back(k < occ.size() && occ[k] <= i + s.p + s.slack);
+      }
+    }
+    g = h;
+  }
+  std::vector<Periodicity> out(ps.size());
+  std::vector<size_t> suffix;
+  for (size_t j : order) out[j] = score(c[j], n, suffix);
   return out;
 }
 
@@ -271,11 +299,11 @@ std::optional<Repeat> detect_repeat(const Allocs& allocs, const Replay& replay, 
   Occurrences occurrences(allocs);
   double best = 0;
   std::vector<std::pair<size_t, Periodicity>> scored;
-  PeriodicityScratch scratch;
-  for (size_t p : candidate_periods(occurrences, n)) {
-    Periodicity r = periodicity(allocs, occurrences, p, scratch);
-    scored.emplace_back(p, r);
-    best = std::max(best, r.ratio);
+  std::vector<size_t> candidates = candidate_periods(occurrences, n);
+  std::vector<Periodicity> periodicity = periodicities(allocs, occurrences, candidates);
+  for (size_t j = 0; j < candidates.size(); ++j) {
+    scored.emplace_back(candidates[j], periodicity[j]);
+    best = std::max(best, periodicity[j].ratio);
   }
   it.allocations = n;
   Repeat rep;
@@ -584,11 +612,14 @@ std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<u
   // Each range's changes to allocated bytes land in the bucket of the first
   // boundary after them, then one prefix sum: no sort of the whole trace. Ranges
   // come by alloc event, so an alloc's bucket is a cursor that only moves forward;
-  // a free's is galloped to from its alloc's (usually the same or the next one):
+  // a free's is its alloc's or the next one, looked at first, or else galloped to:
   // O(ranges + ranges log gap).
   std::vector<int64_t> bucket(events.size() + 1, 0);
-  auto after = [&](size_t from, uint32_t at) {  // the first k >= from with events[k] > at
-    return gallop(std::span<const uint32_t>(events), from, [&](uint32_t e) { return e <= at; });
+  const size_t m = events.size();
+  auto after = [&](size_t from, uint32_t at) {        // the first k >= from with events[k] > at
+    if (from == m || events[from] > at) return from;  // most frees: their alloc's bucket or the next
+    if (from + 1 == m || events[from + 1] > at) return from + 1;
+    return gallop(std::span<const uint32_t>(events), from + 2, [&](uint32_t e) { return e <= at; });
   };
   size_t at_begin = 0;
   for (uint32_t id = 0, n = static_cast<uint32_t>(replay.ranges().size()); id < n; ++id) {
@@ -598,7 +629,7 @@ std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<u
     auto size = static_cast<int64_t>(replay.size_of(id));
     size_t k = 0;
     if (begin != kWindowStart) {
-      at_begin = after(at_begin, begin);
+      while (at_begin < m && events[at_begin] <= begin) ++at_begin;  // O(ranges + boundaries) in all
       k = at_begin;
       bucket[k] += size;
     }
