@@ -1,7 +1,7 @@
 // FlatMap64 against std::map under churn: inserts, finds, erases by key and by the slot a
 // find returned (erase_found, which the replay's sweep and undo use), with keys that
 // collide in their low bits as addresses do, so probe runs are long and the backward
-// shift moves entries.
+// shift moves entries. UINT64_MAX, which marks a free slot inside the map, is a key too.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -16,9 +16,11 @@ TEST_CASE("FlatMap64: inserts, finds and both erases agree with std::map under c
   std::mt19937_64 rng(0x5EEDF1A7u);
   FlatMap64<uint32_t> map;
   std::map<uint64_t, uint32_t> want;
-  size_t erased_found = 0, erased_key = 0;
+  size_t erased_found = 0, erased_key = 0, max_key_steps = 0;
   for (uint32_t step = 0; step < 200000; ++step) {
     uint64_t key = 0x7F0000000000ull + (rng() % 3000) * 512;  // 512-aligned, as block addresses
+    if (rng() % 512 == 0) key = rng() % 2 ? UINT64_MAX : 0;   // the key that marks a free slot, and 0
+    max_key_steps += key == UINT64_MAX;
     switch (rng() % 4) {
       case 0:
       case 1: {
@@ -62,6 +64,7 @@ TEST_CASE("FlatMap64: inserts, finds and both erases agree with std::map under c
     REQUIRE(slot != nullptr);
     CHECK(*slot == v);
   }
+  CHECK(max_key_steps > 100);
   CHECK(erased_found > 10000);
   CHECK(erased_key > 10000);
 }

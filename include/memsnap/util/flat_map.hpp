@@ -22,6 +22,8 @@ class FlatMap64 {
   bool empty() const { return size_ == 0; }
 
   V* find(uint64_t key) {
+    if (key == kEmpty) [[unlikely]]
+      return has_empty_ ? &empty_value_ : nullptr;
     size_t i = find_slot(key);
     return i == kNone ? nullptr : &slots_[i].value;
   }
@@ -30,12 +32,18 @@ class FlatMap64 {
 
   /// Inserts (key, value) unless the key is present; returns the value slot and whether it was inserted.
   std::pair<V*, bool> try_emplace(uint64_t key, const V& value) {
+    if (key == kEmpty) [[unlikely]] {
+      if (has_empty_) return {&empty_value_, false};
+      has_empty_ = true;
+      empty_value_ = value;
+      ++size_;
+      return {&empty_value_, true};
+    }
     if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
     size_t i = home(key);
     for (;;) {
       Slot& s = slots_[i];
-      if (!s.used) {
-        s.used = true;
+      if (s.key == kEmpty) {
         s.key = key;
         s.value = value;
         ++size_;
@@ -49,28 +57,43 @@ class FlatMap64 {
 
   /// Removes the key; false when absent.
   bool erase(uint64_t key) {
+    if (key == kEmpty) [[unlikely]]
+      return has_empty_ && (erase_empty(), true);
     size_t i = find_slot(key);
     if (i == kNone) return false;
     erase_slot(i);
     return true;
   }
   /// Removes the entry whose value `find` returned (no second probe for its key).
-  void erase_found(V* value) { erase_slot(slot_of(value)); }
+  void erase_found(V* value) {
+    if (value == &empty_value_) [[unlikely]]
+      return erase_empty();
+    erase_slot(slot_of(value));
+  }
 
   template <class F>
   void for_each(F f) const {
     for (const Slot& s : slots_)
-      if (s.used) f(s.key, s.value);
+      if (s.key != kEmpty) f(s.key, s.value);
+    if (has_empty_) f(kEmpty, empty_value_);
   }
 
-  void clear() { rehash(16); }
+  void clear() {
+    has_empty_ = false;
+    rehash(16);
+  }
 
  private:
+  // A slot whose key is kEmpty is free: no flag beside the key, so a slot is the key and the
+  // value alone (16 bytes for an 8-byte value, not 24: the replay's undo probes such a map
+  // once per trace event, and its misses in the cache were most of that pass's time). The key
+  // kEmpty itself, which only a hostile file gives, lives beside the array.
+  static constexpr uint64_t kEmpty = UINT64_MAX;
   static constexpr size_t kNone = SIZE_MAX;
-  // The slot holding key, or kNone.
+  // The slot holding key (not kEmpty), or kNone.
   size_t find_slot(uint64_t key) const {
     for (size_t i = home(key);; i = (i + 1) & mask_) {
-      if (!slots_[i].used) return kNone;
+      if (slots_[i].key == kEmpty) return kNone;
       if (slots_[i].key == key) return i;
     }
   }
@@ -82,35 +105,40 @@ class FlatMap64 {
   void erase_slot(size_t i) {
     // Backward shift: pull later entries of the probe run into the hole.
     size_t hole = i;
-    for (size_t j = (i + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
+    for (size_t j = (i + 1) & mask_; slots_[j].key != kEmpty; j = (j + 1) & mask_) {
       size_t h = home(slots_[j].key);
       if (((j - h) & mask_) >= ((j - hole) & mask_)) {  // the hole lies on j's probe path
         slots_[hole] = slots_[j];
         hole = j;
       }
     }
-    slots_[hole].used = false;
+    slots_[hole].key = kEmpty;
+    --size_;
+  }
+  void erase_empty() {
+    has_empty_ = false;
     --size_;
   }
   struct Slot {
-    uint64_t key = 0;
+    uint64_t key = kEmpty;
     V value{};
-    bool used = false;
   };
   size_t home(uint64_t key) const { return static_cast<size_t>(util::hash_u64(key, seed_)) & mask_; }
   void rehash(size_t n) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(n, Slot{});
     mask_ = n - 1;
-    size_ = 0;
+    size_ = has_empty_ ? 1 : 0;
     for (const Slot& s : old)
-      if (s.used) try_emplace(s.key, s.value);
+      if (s.key != kEmpty) try_emplace(s.key, s.value);
   }
 
   std::vector<Slot> slots_;
   uint64_t seed_ = util::hash_seed();
   size_t mask_ = 0;
-  size_t size_ = 0;
+  size_t size_ = 0;  // entries, the kEmpty key's among them
+  bool has_empty_ = false;
+  V empty_value_{};
 };
 
 }  // namespace memsnap
