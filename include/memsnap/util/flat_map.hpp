@@ -57,8 +57,11 @@ class FlatMap64 {
 
   /// Removes the key; false when absent.
   bool erase(uint64_t key) {
-    if (key == kEmpty) [[unlikely]]
-      return has_empty_ && (erase_empty(), true);
+    if (key == kEmpty) [[unlikely]] {
+      if (!has_empty_) return false;
+      erase_empty();
+      return true;
+    }
     size_t i = find_slot(key);
     if (i == kNone) return false;
     erase_slot(i);
