@@ -276,6 +276,14 @@ void Replay::undo(std::vector<LiveRange>& start_live, SegMap& segs) {
 // at the end, for the blocks still live at the start).
 void Replay::undo_block_event(FlatMap64<Undone>& live, const std::vector<LiveRange>& dumped, Action action,
                               uint64_t addr, uint32_t i) {
+  if (action == Action::FreeCompleted || action == Action::Free) {  // one probe: most often an insert
+    Undone undone{i, action == Action::FreeCompleted ? Undone::kPending : 0};
+    if (auto [u, added] = live.try_emplace(addr, undone); !added) {
+      note(i, "free of " + hex(addr) + ", but a block is still live there after it");
+      *u = undone;  // the later block is replaced
+    }
+    return;
+  }
   Undone* u = live.find(addr);
   switch (action) {
     case Action::Alloc:
@@ -294,17 +302,7 @@ void Replay::undo_block_event(FlatMap64<Undone>& live, const std::vector<LiveRan
         u->flags &= ~Undone::kPending;
       }
       break;
-    default:  // FreeCompleted, Free
-    {
-      Undone undone{i, action == Action::FreeCompleted ? Undone::kPending : 0};
-      if (u) {
-        note(i, "free of " + hex(addr) + ", but a block is still live there after it");
-        *u = undone;  // the later block is replaced
-      } else {
-        live.try_emplace(addr, undone);
-      }
-      break;
-    }
+    default: break;  // frees: above
   }
 }
 

@@ -184,3 +184,58 @@ TEST_CASE("ranges keep sizes that are not 512-byte multiples or are very large")
   CHECK(ranges[2].allocated_before == 1000);
   CHECK(r.state_after(3).totals.allocated == 1000 + tib);
 }
+
+TEST_CASE("a trace the dump contradicts: the first contradicting event, and the ranges still made") {
+  const uint64_t base = 0x7f0000000000ull;
+  snapshot::Snapshot s;
+  s.devices.emplace_back();
+  snapshot::Device& d = s.devices.back();
+  snapshot::Segment sg;
+  sg.address = base, sg.total_size = 1 << 20, sg.pool = snapshot::Pool::Large;
+  d.blocks.push_back({base, 1 << 20, 0, {}, snapshot::BlockState::Inactive});
+  sg.block_count = 1;
+  d.segments.push_back(sg);
+  auto ev = [](snapshot::Action a, uint64_t addr, uint64_t size) {
+    snapshot::TraceEvent e;
+    e.action = a, e.addr = addr, e.size = size;
+    return e;
+  };
+  using snapshot::Action;
+  analysis::Context ctx(s);
+  SUBCASE("the same block freed twice") {
+    d.trace.push_back(ev(Action::Free, base, 4096));  // a block live before the window
+    d.trace.push_back(ev(Action::Free, base, 4096));  // no block there any more
+    analysis::Replay r(ctx, d);
+    CHECK_FALSE(r.consistent());
+    REQUIRE(r.first_mismatch());
+    CHECK(r.first_mismatch()->event == 0);  // undone first: a block is live after it
+    CHECK(r.first_mismatch()->what == "free of 0x7f0000000000, but a block is still live there after it");
+    const auto& ranges = r.ranges();
+    REQUIRE(ranges.size() == 1);
+    CHECK(ranges[0].begin == analysis::kWindowStart);
+    CHECK(ranges[0].freed == 0);
+    CHECK(ranges[0].end == 0);
+    CHECK(r.start_totals().allocated == analysis::rules::round_size(4096, s.settings));
+  }
+  SUBCASE("a completed free then a plain one: the later block is replaced by the earlier") {
+    d.trace.push_back(ev(Action::FreeRequested, base, 4096));
+    d.trace.push_back(ev(Action::FreeCompleted, base, 4096));
+    d.trace.push_back(ev(Action::Free, base, 8192));
+    analysis::Replay r(ctx, d);
+    REQUIRE(r.first_mismatch());
+    CHECK(r.first_mismatch()->event == 1);
+    CHECK(r.first_mismatch()->what == "free of 0x7f0000000000, but a block is still live there after it");
+    const auto& ranges = r.ranges();
+    REQUIRE(ranges.size() == 1);
+    CHECK(ranges[0].requested == 4096);  // the block event 1 completes: requested at its free_requested
+    CHECK(ranges[0].freed == 0);
+    CHECK(ranges[0].end == 1);
+  }
+  SUBCASE("an alloc whose block is gone after it") {
+    d.trace.push_back(ev(Action::Alloc, base, 4096));
+    analysis::Replay r(ctx, d);
+    REQUIRE(r.first_mismatch());
+    CHECK(r.first_mismatch()->event == 0);
+    CHECK(r.first_mismatch()->what == "alloc at 0x7f0000000000, but no block is allocated there after it");
+  }
+}
