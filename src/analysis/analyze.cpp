@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <future>
+#include <system_error>
 #include <thread>
 
 #include "memsnap/analysis/events.hpp"
@@ -75,8 +77,22 @@ const char* to_string(DroppedEvents d) {
   return "?";
 }
 
+// f() on another thread, or an empty future when no thread can be had (the caller then
+// does the work itself). The future's destructor waits for the thread.
+template <class F>
+auto beside(F f) -> std::future<decltype(f())> {
+  try {
+    return std::async(std::launch::async, std::move(f));
+  } catch (const std::system_error&) {
+    return {};
+  }
+}
+
 struct Analyzer {
-  static DeviceAnalysis device(const Context& ctx, const snapshot::Device& d, const AnalyzeOptions& o) {
+  // `spare_core`: a core no other device's analysis uses, for the iteration search's
+  // trace-only half (TracePeriods) while this thread replays.
+  static DeviceAnalysis device(const Context& ctx, const snapshot::Device& d, const AnalyzeOptions& o,
+                               bool spare_core) {
     DeviceAnalysis out;
     out.device = d.index;
     out.dumped_ = &d;
@@ -85,7 +101,11 @@ struct Analyzer {
     out.trace.window_starts_mid_run = !d.segments.empty();  // without a trace, anything dumped predates it
     std::optional<uint32_t> at = resolve_at(o, d);
     std::optional<Replay> replay;
+    std::future<TracePeriods> periods;
     if (!d.trace.empty() && (o.trace || at || o.timeline)) {
+      if (spare_core && (o.trace || o.timeline))
+        periods = beside([&] { return TracePeriods(ctx.snap, d, o.iterations); });
+      util::PrefaultPause pause(periods.valid());  // both cores are busy
       replay.emplace(ctx, d);
       out.trace.consistent = replay->consistent();
       out.trace.first_mismatch = replay->first_mismatch();
@@ -105,7 +125,8 @@ struct Analyzer {
     if (o.trace || o.timeline) {
       if (replay) {
         out.peaks = find_peaks(ctx, *replay, o.top_sites);
-        IterationResult it = find_iterations(ctx, d, *replay, o.iterations);
+        IterationResult it = periods.valid() ? find_iterations(ctx, d, *replay, o.iterations, periods.get())
+                                             : find_iterations(ctx, d, *replay, o.iterations);
         out.iterations = std::move(it.iterations);
         out.structure = std::move(it.structure);
       }
@@ -137,9 +158,10 @@ std::vector<DeviceAnalysis> analyze_devices(const Context& ctx, const std::vecto
                                             const AnalyzeOptions& o) {
   std::vector<DeviceAnalysis> out(chosen.size());
   unsigned workers = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const bool spare_core = workers > chosen.size();
   workers = static_cast<unsigned>(std::min<size_t>(workers, chosen.size()));
   if (workers <= 1) {
-    for (size_t k = 0; k < chosen.size(); ++k) out[k] = Analyzer::device(ctx, *chosen[k], o);
+    for (size_t k = 0; k < chosen.size(); ++k) out[k] = Analyzer::device(ctx, *chosen[k], o, spare_core);
     return out;
   }
   util::PrefaultPause pause;  // every core has a device: no core to spare for the prefault worker
@@ -148,7 +170,7 @@ std::vector<DeviceAnalysis> analyze_devices(const Context& ctx, const std::vecto
   auto work = [&] {
     for (size_t k; (k = next.fetch_add(1)) < chosen.size();) {
       try {
-        out[k] = Analyzer::device(ctx, *chosen[k], o);
+        out[k] = Analyzer::device(ctx, *chosen[k], o, false);
       } catch (...) {
         errors[k] = std::current_exception();
       }

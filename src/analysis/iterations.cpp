@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "memsnap/util/flat_map.hpp"
@@ -37,21 +39,26 @@ size_t gallop(std::span<const T> sorted, size_t from, Before before) {
                              sorted.begin());
 }
 
-/// The allocations of the window, in event order: the ranges that began in it (the
-/// replay's last ones, in the same order), each with a symbol numbering its stack, or
-/// its size for allocations without one, in order of first use. Four bytes each; the
-/// event is read from the replay. Stack ids are dense, so a stack's symbol is found by
-/// index; only allocations without a stack go through a hash map.
+/// The allocations of the window, in event order: its alloc events, each with a symbol
+/// numbering its stack, or its size for allocations without one, in order of first use.
+/// Four bytes each. Built from the trace alone (see TracePeriods); once attached to the
+/// replay, which makes one range of each alloc event, in order, after the ranges live at
+/// the start, an allocation's range and event are read from it. Stack ids are dense, so
+/// a stack's symbol is found by index; only allocations without a stack go through a
+/// hash map.
 class Allocs {
  public:
-  explicit Allocs(const Replay& replay) : replay_(replay), first_(replay.first_window_range()) {
-    auto end = static_cast<uint32_t>(replay.ranges().size());
-    symbol_.reserve(end - first_);
+  explicit Allocs(const snapshot::Trace& trace) {
+    size_t count = 0;
+    for (Action a : trace.actions()) count += a == Action::Alloc;
+    symbol_.reserve(count);
     std::vector<uint32_t> of_stack;  // stack id -> symbol + 1, or 0
     FlatMap64<uint32_t> of_size;     // requested bytes -> symbol
     uint32_t next = 0;
-    for (uint32_t id = first_; id < end; ++id) {
-      StackId st = replay.stack_of(id);
+    std::span<const Action> actions = trace.actions();
+    for (size_t i = 0; i < actions.size(); ++i) {
+      if (actions[i] != Action::Alloc) continue;
+      StackId st = trace.stack_at(i);
       if (st.v != 0) {
         ++with_stack_;
         if (st.v >= of_stack.size()) of_stack.resize(std::max<size_t>(size_t{st.v} + 1, of_stack.size() * 2), 0);
@@ -59,21 +66,30 @@ class Allocs {
         if (sym == 0) sym = ++next;
         symbol_.push_back(sym - 1);
       } else {
-        auto [sym, added] = of_size.try_emplace(replay.requested_of(id), next);
+        auto [sym, added] = of_size.try_emplace(trace.size_at(i), next);
         next += added;
         symbol_.push_back(*sym);
       }
     }
   }
+  /// From here on, range() and event() read the replay of the same trace.
+  void attach(const Replay& replay) {
+    if (replay.ranges().size() - replay.first_window_range() != symbol_.size())
+      throw std::logic_error("iterations: the replay has " +
+                             std::to_string(replay.ranges().size() - replay.first_window_range()) +
+                             " window ranges for " + std::to_string(symbol_.size()) + " alloc events");
+    replay_ = &replay;
+    first_ = replay.first_window_range();
+  }
   size_t size() const { return symbol_.size(); }
   size_t with_stack() const { return with_stack_; }
   uint32_t symbol(size_t j) const { return symbol_[j]; }
   uint32_t range(size_t j) const { return first_ + static_cast<uint32_t>(j); }
-  uint32_t event(size_t j) const { return replay_.begin_of(range(j)); }
+  uint32_t event(size_t j) const { return replay_->begin_of(range(j)); }
   std::span<const uint32_t> symbols() const { return {symbol_.data(), symbol_.size()}; }
 
  private:
-  const Replay& replay_;
+  const Replay* replay_ = nullptr;
   uint32_t first_ = 0;
   size_t with_stack_ = 0;
   util::PodBuffer<uint32_t> symbol_;  // huge pages, not zero-filled: first touches cost (see pod_buffer.hpp)
@@ -289,21 +305,42 @@ std::vector<uint32_t> anchor_boundaries(const Allocs& allocs, const Occurrences&
   return out;
 }
 
+}  // namespace
+
+// The trace-only half of the search (see the header): the allocations' symbols, and,
+// where the repeat is looked for, every candidate period's periodicity.
+struct TracePeriods::Impl {
+  explicit Impl(const snapshot::Device& d) : device(&d), allocs(d.trace) {}
+  // The candidate periods and their periodicity; done once.
+  void search() {
+    if (occurrences) return;
+    occurrences.emplace(allocs);
+    candidates = candidate_periods(*occurrences, allocs.size());
+    periodicity = periodicities(allocs, *occurrences, candidates);
+  }
+  const snapshot::Device* device;
+  Allocs allocs;
+  std::optional<Occurrences> occurrences;  // refers to allocs: Impl stays where it is made
+  std::vector<size_t> candidates;
+  std::vector<Periodicity> periodicity;  // per candidate
+};
+
+namespace {
+
 // The repeating allocation sequence, or nullopt (with the reason in `it`).
-std::optional<Repeat> detect_repeat(const Allocs& allocs, const Replay& replay, Iterations& it) {
+std::optional<Repeat> detect_repeat(TracePeriods::Impl& tp, const Replay& replay, Iterations& it) {
+  const Allocs& allocs = tp.allocs;
   size_t n = allocs.size();
   if (n < 8) {
     it.reason = NoIterations::TooFewAllocations;
     return std::nullopt;
   }
-  Occurrences occurrences(allocs);
+  tp.search();
   double best = 0;
   std::vector<std::pair<size_t, Periodicity>> scored;
-  std::vector<size_t> candidates = candidate_periods(occurrences, n);
-  std::vector<Periodicity> periodicity = periodicities(allocs, occurrences, candidates);
-  for (size_t j = 0; j < candidates.size(); ++j) {
-    scored.emplace_back(candidates[j], periodicity[j]);
-    best = std::max(best, periodicity[j].ratio);
+  for (size_t j = 0; j < tp.candidates.size(); ++j) {
+    scored.emplace_back(tp.candidates[j], tp.periodicity[j]);
+    best = std::max(best, tp.periodicity[j].ratio);
   }
   it.allocations = n;
   Repeat rep;
@@ -323,7 +360,7 @@ std::optional<Repeat> detect_repeat(const Allocs& allocs, const Replay& replay, 
   }
   it.period_allocations = rep.period;
   it.steady_from = rep.steady_from;
-  rep.boundaries = anchor_boundaries(allocs, occurrences, replay, rep);
+  rep.boundaries = anchor_boundaries(allocs, *tp.occurrences, replay, rep);
   return rep;
 }
 
@@ -435,20 +472,24 @@ std::vector<uint32_t> events_at_times(const snapshot::Device& d, const std::vect
   return out;
 }
 
+bool has_step_annotations(const snapshot::Snapshot& snap, const snapshot::Device& d) {
+  for (const auto& a : snap.annotations)
+    if (a.device == d.index && step_annotation(snap.strings[a.name])) return true;
+  return false;
+}
+
 // Iteration boundaries from step annotations; false when the file has none.
 bool annotation_boundaries(const snapshot::Snapshot& snap, const snapshot::Device& d, Iterations& it) {
+  if (!has_step_annotations(snap, d)) return false;
   std::vector<int64_t> ends;
-  bool any = false;
   for (const auto& a : snap.annotations) {
     std::string_view n = snap.strings[a.name];
     if (a.device != d.index || !step_annotation(n)) continue;
-    any = true;
     if (snap.strings[a.stage] == "END" && a.time_us != snapshot::TraceEvent::kNoTime) {
       ends.push_back(a.time_us);
       if (it.name.empty()) it.name = std::string(n);
     }
   }
-  if (!any) return false;
   std::sort(ends.begin(), ends.end());
   it.annotations = ends.size();
   // An iteration starts after each step's end that falls inside the trace.
@@ -645,15 +686,37 @@ std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<u
   return out;
 }
 
+TracePeriods::TracePeriods(const snapshot::Snapshot& snap, const snapshot::Device& device,
+                           const IterationOptions& options)
+    : impl_(std::make_unique<Impl>(device)) {
+  const Allocs& a = impl_->allocs;
+  // Where find_iterations() looks for a repeat (the same order of tests).
+  if (!device.trace.empty() && options.marker.empty() && !has_step_annotations(snap, device) &&
+      a.with_stack() * 20 >= a.size() && a.size() >= 8)
+    impl_->search();
+}
+
+TracePeriods::TracePeriods(TracePeriods&&) noexcept = default;
+TracePeriods& TracePeriods::operator=(TracePeriods&&) noexcept = default;
+TracePeriods::~TracePeriods() = default;
+
 IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, const Replay& replay,
                                 const IterationOptions& options) {
+  return find_iterations(ctx, d, replay, options, TracePeriods(ctx.snap, d, options));
+}
+
+IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, const Replay& replay,
+                                const IterationOptions& options, TracePeriods periods) {
   IterationResult result;
   Iterations& it = result.iterations;
   if (d.trace.empty()) {
     it.reason = NoIterations::NoTrace;
     return result;
   }
-  Allocs allocs(replay);
+  TracePeriods::Impl& tp = periods.impl();
+  if (tp.device != &d) throw std::logic_error("iterations: the periods were searched on another device");
+  Allocs& allocs = tp.allocs;
+  allocs.attach(replay);
   it.allocations = allocs.size();
   it.allocations_with_stack = allocs.with_stack();
   it.reason = NoIterations::Claimed;
@@ -668,7 +731,7 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
       it.reason = NoIterations::NoStacks;
       return result;
     }
-    std::optional<Repeat> rep = detect_repeat(allocs, replay, it);
+    std::optional<Repeat> rep = detect_repeat(tp, replay, it);
     if (!rep) return result;
     it.boundaries = rep->boundaries;
     if (!judge_repeat(ctx, allocs, replay, *rep, it, result.structure, level_u)) {

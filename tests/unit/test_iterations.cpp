@@ -532,3 +532,42 @@ TEST_CASE("allocated_before at any sorted events equals the replay's running tot
     }
   }
 }
+
+TEST_CASE("the iteration search's trace-only half beside the replay: the same analysis as on one thread") {
+  // With a core to spare (one device, two threads), analyze() searches the trace's periods
+  // while it replays, and hands them to find_iterations(); with one thread it does both in
+  // turn. Everything the analysis reports must be the same.
+  // (The other tests run with a core to spare wherever the machine has two.)
+  size_t ran = test::each_snapgen_pickle([](const std::filesystem::path& p) {
+    auto loaded = snapshot::load_snapshot(p.string());
+    analysis::AnalyzeOptions serial, beside;
+    serial.threads = 1;
+    beside.threads = 2;
+    for (const auto& d : loaded.snapshot.devices) {
+      serial.device = beside.device = d.index;
+      CHECK(test::analyze_json(loaded.snapshot, serial) == test::analyze_json(loaded.snapshot, beside));
+    }
+  });
+  CHECK(ran >= 20);
+}
+
+TEST_CASE("periods searched on one device are refused for another") {
+  auto loaded = snapshot::load_snapshot(test::testdata("snapgen/devices2.pickle").string());
+  REQUIRE(loaded.snapshot.devices.size() == 2);
+  analysis::Context ctx(loaded.snapshot);
+  const auto& d0 = loaded.snapshot.devices[0];
+  const auto& d1 = loaded.snapshot.devices[1];
+  REQUIRE_FALSE(d1.trace.empty());
+  analysis::Replay replay(ctx, d1);
+  analysis::TracePeriods periods(ctx.snap, d0, {});
+  CHECK_THROWS_AS(analysis::find_iterations(ctx, d1, replay, {}, std::move(periods)), std::logic_error);
+  // Made for d1, they give what the search alone gives (a weak repeat there: its periods
+  // were scored).
+  auto alone = analysis::find_iterations(ctx, d1, replay, {});
+  auto given = analysis::find_iterations(ctx, d1, replay, {}, analysis::TracePeriods(ctx.snap, d1, {}));
+  CHECK(alone.iterations.reason == NoIterations::WeakRepeat);
+  CHECK(alone.iterations.match_ratio > 0.5);
+  CHECK(given.iterations.reason == alone.iterations.reason);
+  CHECK(given.iterations.match_ratio == alone.iterations.match_ratio);
+  CHECK(given.iterations.allocations == alone.iterations.allocations);
+}

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,9 +122,30 @@ struct IterationResult {
   std::optional<Structure> structure;
 };
 
+/// The part of the search that reads the trace alone: each allocation's stack (or
+/// size, without one) and, where find_iterations() will look for a repeat, how
+/// periodic their sequence is for each candidate period: about half the search. It
+/// needs no replay, so analyze() runs it beside the replay when a core is free.
+class TracePeriods {
+ public:
+  TracePeriods(const snapshot::Snapshot& snap, const snapshot::Device& device, const IterationOptions& options);
+  TracePeriods(TracePeriods&&) noexcept;
+  TracePeriods& operator=(TracePeriods&&) noexcept;
+  ~TracePeriods();
+
+  struct Impl;  // iterations.cpp
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Iterations (or structure) of one device's trace, from its replay.
 IterationResult find_iterations(const Context& ctx, const snapshot::Device& device, const Replay& replay,
                                 const IterationOptions& options);
+/// The same with the trace's periods searched beforehand, for the same device and options.
+IterationResult find_iterations(const Context& ctx, const snapshot::Device& device, const Replay& replay,
+                                const IterationOptions& options, TracePeriods periods);
 
 /// Allocated bytes just before each of `events` (sorted), from the replay's ranges.
 std::vector<uint64_t> allocated_before(const Replay& replay, const std::vector<uint32_t>& events);
