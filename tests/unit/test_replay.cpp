@@ -72,6 +72,13 @@ void check_ends_at_dump(const snapshot::Snapshot& s, const snapshot::Device& d, 
   }
 }
 
+// A trace event of a hand-built trace.
+snapshot::TraceEvent ev(snapshot::Action a, uint64_t addr, uint64_t size) {
+  snapshot::TraceEvent e;
+  e.action = a, e.addr = addr, e.size = size;
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("replay ends exactly at the dumped state for every snapgen fixture") {
@@ -150,11 +157,6 @@ TEST_CASE("ranges keep sizes that are not 512-byte multiples or are very large")
   d.blocks.push_back({base + 2 * tib, tib, 0, {}, snapshot::BlockState::Inactive});
   sg.block_count = static_cast<uint32_t>(d.blocks.size());
   d.segments.push_back(sg);
-  auto ev = [](snapshot::Action a, uint64_t addr, uint64_t size) {
-    snapshot::TraceEvent e;
-    e.action = a, e.addr = addr, e.size = size;
-    return e;
-  };
   using snapshot::Action;
   d.trace.push_back(ev(Action::Alloc, base + 2 * tib, 3 * tib / 4));  // freed in the window: estimated
   d.trace.push_back(ev(Action::FreeRequested, base + 2 * tib, 3 * tib / 4));
@@ -195,11 +197,6 @@ TEST_CASE("a trace the dump contradicts: the first contradicting event, and the 
   d.blocks.push_back({base, 1 << 20, 0, {}, snapshot::BlockState::Inactive});
   sg.block_count = 1;
   d.segments.push_back(sg);
-  auto ev = [](snapshot::Action a, uint64_t addr, uint64_t size) {
-    snapshot::TraceEvent e;
-    e.action = a, e.addr = addr, e.size = size;
-    return e;
-  };
   using snapshot::Action;
   analysis::Context ctx(s);
   SUBCASE("the same block freed twice") {
