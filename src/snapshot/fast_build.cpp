@@ -817,7 +817,8 @@ class FastBuilder {
   bool try_frames_span(uint32_t rec);
   uint32_t decode_span(const uint8_t* a, const uint8_t* b);
   uint32_t extend_stack(uint32_t base, std::span<const FrameId> more);
-  bool try_event(uint32_t parent_rec);
+  bool try_event(uint32_t parent_rec, bool open = true);
+  void more_events(uint32_t parent_rec);
   // A training loop allocates from the same call sites in the same order every iteration,
   // so the traceback after span X is most often the one that followed X last time. The
   // guess is checked byte for byte (the bytes of a remembered span, then the APPENDS that
@@ -903,6 +904,16 @@ class FastBuilder {
   std::vector<std::pair<uint64_t, uint64_t>> roundup_;
   std::vector<Staged> staged_;
   size_t live_staged_ = 0;
+  // The keys events had at each place last time (the first kKeyOps, while each was a memo
+  // GET): the GET's opcode and index as read, in the low bytes, and the key it named. A memo
+  // entry is never replaced unless the file PUTs (then none is learnt), so the same bytes name
+  // the same key, and an event of the usual layout reads its keys without a memo lookup.
+  struct KeyOp {
+    uint64_t bytes = ~uint64_t{0};
+    uint8_t sym = Y_none;
+  };
+  static constexpr uint32_t kKeyOps = 8;
+  KeyOp key_op_[kKeyOps];
 
   // Span cache: open addressing over seeded hashes.
   std::vector<uint32_t> span_index_ = std::vector<uint32_t>(1024, kNone32);
@@ -1575,8 +1586,8 @@ void FastBuilder::skip_frame_ops_slow(const uint8_t*& q) {
 // The fixed-layout decoder for a trace event dict, called right after its EMPTY_DICT with
 // the dict's open record the newest. On success the record is replaced by a staged event;
 // on any surprise nothing has changed and the general path carries on.
-bool FastBuilder::try_event(uint32_t parent_rec) {
-  const uint8_t* q = p_;
+bool FastBuilder::try_event(uint32_t parent_rec, bool open) {
+  const uint8_t* q = open ? p_ : p_ + 1;  // without an open record, p_ is at the EMPTY_DICT
   uint64_t count = memo_count_;
   struct PendingPut {
     uint64_t idx;
@@ -1617,6 +1628,7 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
   } fields;
   Slot* f = fields.s;
   uint32_t seen = 0;
+  uint32_t nkeys = 0;  // keys read so far, while all were GETs (see key_op_)
   auto get_slot = [&](uint32_t h, Slot& out) {
     switch (h & ~Memo::kPayload) {
       case Memo::kAtom: out = atoms_[h & Memo::kPayload]; return true;
@@ -1635,7 +1647,23 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
     // key
     Slot key;
     uint32_t h;
-    if (c == 'h') {
+    if ((c == 'h' || c == 'j') && nkeys < kKeyOps && !used_put_) {
+      size_t len = c == 'h' ? 1 : 4;
+      uint64_t bytes;
+      std::memcpy(&bytes, q - 1, 8);
+      bytes &= len == 1 ? 0xFFFF : 0xFFFFFFFFFF;
+      KeyOp& k = key_op_[nkeys++];
+      if (k.bytes == bytes) {  // the key at this place last time
+        key.tag = kStr;
+        key.sym = k.sym;
+      } else {
+        uint32_t idx = 0;
+        std::memcpy(&idx, q, len);
+        if (!lookup(idx, h) || !get_slot(h, key)) return false;
+        if (key.tag == kStr) k = KeyOp{bytes, key.sym};
+      }
+      q += len;
+    } else if (c == 'h') {
       if (!lookup(*q++, h) || !get_slot(h, key)) return false;
     } else if (c == 'j') {
       uint32_t idx;
@@ -1643,6 +1671,7 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
       q += 4;
       if (!lookup(idx, h) || !get_slot(h, key)) return false;
     } else if (c == 0x8c) {
+      nkeys = kKeyOps;
       uint8_t n = *q++;
       if (uint64_t(end_ - q) < uint64_t(n) + 16) return false;
       key = str_slot(q, n);
@@ -1783,14 +1812,30 @@ bool FastBuilder::try_event(uint32_t parent_rec) {
   memo_count_ = count;
   staged_.push_back(Staged{e, parent_rec});
   ++live_staged_;
-  fields_.resize(opens_.back().fields);
-  opens_.pop_back();
   Slot s;
   s.tag = kEvent;
   s.a = static_cast<uint32_t>(staged_.size() - 1);
-  stack_.back() = s;
+  if (open) {
+    fields_.resize(opens_.back().fields);
+    opens_.pop_back();
+    stack_.back() = s;
+  } else {
+    push(s);
+  }
   p_ = q;
   return true;
+}
+
+// After an event of a MARK batch of its trace list: the events that follow it in the batch,
+// each decoded from its EMPTY_DICT with no open record (open_container would give each the
+// same parent, the list right below the MARK). Returns at the first opcode that is not an
+// event's EMPTY_DICT, at a FRAME, at the next checkpoint, or at an event the decoder leaves
+// to the general path.
+void FastBuilder::more_events(uint32_t parent_rec) {
+  size_t m = fence();
+  if (m == 0 || stack_[m - 1].tag != kOpen || stack_[m - 1].a != parent_rec) return;
+  while (p_ < end_ && *p_ == '}' && off(p_) < next_check_ && try_event(parent_rec, false)) {
+  }
 }
 
 // Between opcodes, every MiB of input, and every half chunk of a read-ahead window.
@@ -1883,7 +1928,10 @@ FastResult FastBuilder::run() {
       case '}': {  // EMPTY_DICT
         open_container(C_dict);
         const Open& o = opens_.back();
-        if (o.role == R_event) try_event(o.parent);
+        if (o.role == R_event) {
+          uint32_t parent = o.parent;  // try_event drops the record
+          if (try_event(parent)) more_events(parent);
+        }
         break;
       }
       case ']': open_container(C_list); break;

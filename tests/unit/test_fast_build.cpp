@@ -731,3 +731,100 @@ TEST_CASE("fast path: mutated fixtures give the generic path's model or give way
   each_mutation(test::read_bytes(test::testdata("snapgen/leak.pickle")), 0x9E3779B97F4A7C15ull, 3,
                 [&](const std::vector<uint8_t>& m, int) { compare_paths(m); });
 }
+
+// try_event remembers the bytes of each key's GET by its place in the event (key_op_), and
+// the events after one in a MARK batch are decoded straight from their EMPTY_DICT. Keys
+// that move, a GET that names another key once the memo entry is replaced (BINPUT), and an
+// event the decoder leaves to the general path in the middle of a batch must all give the
+// generic path's model, every event in its place.
+TEST_CASE("fast path: events whose keys move, replaced memo keys, one event decoded the general way") {
+  for (bool put : {false, true}) {
+    CAPTURE(put);
+    std::vector<uint8_t> b;
+    auto op = [&](std::initializer_list<uint8_t> bytes) { b.insert(b.end(), bytes); };
+    auto str = [&](std::string_view t) {
+      op({0x8c, uint8_t(t.size())});
+      b.insert(b.end(), t.begin(), t.end());
+    };
+    uint8_t next = 0;
+    auto memo = [&] {  // memoizes the top of the stack; returns its index
+      if (put)
+        op({'q', next});
+      else
+        op({0x94});
+      return next++;
+    };
+    auto key = [&](std::string_view t) {
+      str(t);
+      return memo();
+    };
+    auto get = [&](uint8_t i) { op({'h', i}); };
+    auto addr = [&](uint8_t a) { op({'J', 0, 0, a, 0}); };  // 64 KiB apart
+    op({0x80, uint8_t(put ? 2 : 4), '}', '('});
+    str("segments");
+    op({']'});
+    str("device_traces");
+    op({']', '(', ']', '('});
+    // 1: every key and value inline, memoized.
+    op({'}', '('});
+    uint8_t action = key("action"), alloc = key("alloc"), a = key("addr");
+    addr(1);
+    uint8_t size = key("size");
+    op({'M', 0, 2});
+    uint8_t stream = key("stream");
+    op({'K', 0, 'u'});
+    // 2, 3: the same keys by GET, in the same order.
+    for (uint8_t i = 2; i <= 3; ++i) {
+      op({'}', '('});
+      get(action), get(alloc), get(a), addr(i), get(size), op({'M', 0, 2}), get(stream), op({'K', 0, 'u'});
+    }
+    // 4, 5: another order: every place now holds another key.
+    for (uint8_t i = 4; i <= 5; ++i) {
+      op({'}', '('});
+      get(stream), op({'K', 1}), get(size), op({'M', 0, 4}), get(a), addr(i), get(action), get(alloc), op({'u'});
+    }
+    // 6: a frames list of a new frame dict, which the event decoder leaves to the general path.
+    op({'}', '('});
+    get(stream), op({'K', 1}), get(size), op({'M', 0, 4}), get(a), addr(6), get(action), get(alloc);
+    str("frames");
+    op({']', '(', '}', '('});
+    str("filename"), str("model.py"), str("name"), str("forward"), str("line"), op({'K', 7, 'u', 'e', 'u'});
+    // 7: after it, in the same batch, the decoder again.
+    op({'}', '('});
+    get(stream), op({'K', 1}), get(size), op({'M', 0, 4}), get(a), addr(7), get(action), get(alloc), op({'u'});
+    // 8, 9: the memo entry of "size" now holds "stream" and that of "stream" "size" (BINPUT
+    // can replace an entry; MEMOIZE only adds one, so these are new entries without put).
+    // Event 9's first GET has the bytes event 7's first key had, and names the other key.
+    op({'}', '('});
+    uint8_t size2 = put ? size : next, stream2 = put ? stream : uint8_t(next + 1);
+    auto memo_as = [&](uint8_t i) { put ? op({'q', i}) : (void)memo(); };
+    str("stream");
+    memo_as(size2);
+    op({'K', 2});
+    str("size");
+    memo_as(stream2);
+    op({'M', 0, 8});
+    get(action), get(alloc), get(a), addr(8), op({'u'});
+    op({'}', '('});
+    get(stream2), op({'M', 0, 8}), get(size2), op({'K', 2}), get(action), get(alloc), get(a), addr(9), op({'u'});
+    op({'e', 'e'});
+    str("padding");  // the decoder wants 16 bytes ahead of each key: the last event has them
+    str(std::string(64, '.'));
+    op({'u', '.'});
+    CHECK(compare_paths(b));
+    auto fast = detail::fast_build(b);
+    REQUIRE(fast);
+    REQUIRE(fast->snapshot.devices.size() == 1);
+    const Trace& t = fast->snapshot.devices[0].trace;
+    REQUIRE(t.size() == 9);
+    for (size_t i = 0; i < 9; ++i) {
+      CAPTURE(i);
+      CHECK(t[i].action == Action::Alloc);
+      CHECK(t[i].addr == (uint64_t(i + 1) << 16));
+      CHECK(t[i].size == (i < 3 ? 512u : i < 7 ? 1024u : 2048u));
+      CHECK(t[i].stream == (i < 3 ? 0u : i < 7 ? 1u : 2u));
+    }
+    CHECK(t[5].stack.v != 0);
+    CHECK(t[6].stack.v == 0);
+  }
+}
