@@ -1812,16 +1812,19 @@ bool FastBuilder::try_event(uint32_t parent_rec, bool open) {
   memo_count_ = count;
   staged_.push_back(Staged{e, parent_rec});
   ++live_staged_;
-  Slot s;
-  s.tag = kEvent;
-  s.a = static_cast<uint32_t>(staged_.size() - 1);
   if (open) {
     fields_.resize(opens_.back().fields);
     opens_.pop_back();
-    stack_.back() = s;
   } else {
-    push(s);
+    if (stack_.size() >= (size_t{1} << 22)) bail();
+    stack_.emplace_back();
   }
+  // Written in place: a Slot made on the side and copied in whole by push() stalled on its
+  // 16-byte load of the smaller stores just made (perf: 80% of push()'s samples, 5.7% of
+  // the run).
+  Slot& s = stack_.back();
+  s.tag = kEvent;
+  s.a = static_cast<uint32_t>(staged_.size() - 1);
   p_ = q;
   return true;
 }
