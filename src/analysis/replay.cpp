@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 #include "memsnap/analysis/allocator_rules.hpp"
 #include "memsnap/util/flat_map.hpp"
@@ -511,13 +512,25 @@ void Replay::record(const SweepState& s, const TraceEvent& e, uint32_t i) {
   if (e.action == Action::Oom) ooms_.push_back({i, s.t});
 }
 
+// The ranges active after event i, in id order. A range is active from its beginning until
+// its block is taken back (end set), and every active range is in s.live, so they are the
+// last checkpoint's that are still active, then those begun since that are: both runs are in
+// id order and every id of the second is larger. (Listing s.live and sorting it cost a sort
+// of the live blocks every checkpoint: 3% of bench_analyze on the no-frames file.)
 void Replay::checkpoint(SweepState& s, uint32_t i) {
   Checkpoint c;
   c.event = i;
   c.first_new_range = static_cast<uint32_t>(ranges_.size());
   c.live.reserve(s.live.size());
-  s.live.for_each([&](uint64_t, uint32_t id) { c.live.push_back(id); });
-  std::sort(c.live.begin(), c.live.end());
+  auto active = [&](uint32_t id) { return ranges_[id].end == kNever; };
+  uint32_t from = 0;
+  if (!checkpoints_.empty()) {
+    const Checkpoint& last = checkpoints_.back();
+    std::copy_if(last.live.begin(), last.live.end(), std::back_inserter(c.live), active);
+    from = last.first_new_range;
+  }
+  for (uint32_t id = from; id < c.first_new_range; ++id)
+    if (active(id)) c.live.push_back(id);
   checkpoints_.push_back(std::move(c));
   s.since_checkpoint = 0;
 }
