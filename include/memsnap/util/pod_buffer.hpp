@@ -203,15 +203,25 @@ class PodBuffer {
     else
       limit_ = cap_;
   }
-  // Requests the two huge pages after the one the next element falls in (those not yet
-  // requested), and sets limit_ to that page's end.
+  // In the second half of the huge page the next element falls in, requests the page after
+  // it (and this one, if not yet requested), and sets limit_ to this page's end; in the
+  // first half, only sets limit_ to the half. A page is thus requested about a megabyte
+  // before it is needed, and an array that stops growing has faulted at most that one page
+  // it never uses. Requesting the two pages after the current one on entering it left up
+  // to two: 6 of the 28 huge pages a run on the no-frames benchmark file faulted, and its
+  // peak RssAnon 57 MiB (0.49x the file) where it is now 45 to 47.
   void look_ahead() {
     if (map_bytes_ < kMapped) {  // small pages: the new part was requested whole when mapped
       limit_ = cap_;
       return;
     }
-    size_t page = (n_ * sizeof(T)) & ~(kHugePage - 1);
-    size_t want = std::min(map_bytes_, page + 3 * kHugePage);
+    size_t at = n_ * sizeof(T);
+    size_t page = at & ~(kHugePage - 1), half = page + kHugePage / 2;
+    if (at < half) {
+      limit_ = std::min(cap_, half / sizeof(T));
+      return;
+    }
+    size_t want = std::min(map_bytes_, page + 2 * kHugePage);
     if (want > ahead_) {
       size_t from = std::max(ahead_, page);
       prefault(reinterpret_cast<char*>(p_) + from, want - from);
