@@ -828,3 +828,84 @@ TEST_CASE("fast path: events whose keys move, replaced memo keys, one event deco
     CHECK(t[6].stack.v == 0);
   }
 }
+
+// The event decoder reads addr, size, stream and time_us in BININT1, BININT2, BININT and
+// LONG1 of up to 8 bytes itself (int_op). Every form and LONG1 length, with values that fill
+// the length, negative where the field allows it (addr, stream and time_us are any int64;
+// a size must not be negative): the model must be the generic path's. A negative size in
+// LONG1 of each length: both paths must refuse the file.
+TEST_CASE("fast path: event integers in every opcode and LONG1 length") {
+  auto build = [](auto&& value) {  // value(key, event, out) appends that field's opcode
+    std::vector<uint8_t> b;
+    auto op = [&](std::initializer_list<uint8_t> bytes) { b.insert(b.end(), bytes); };
+    auto str = [&](std::string_view t) {
+      op({0x8c, uint8_t(t.size())});
+      b.insert(b.end(), t.begin(), t.end());
+      op({0x94});
+    };
+    op({0x80, 4, '}', 0x94, '('});
+    str("segments");
+    op({']', 0x94});
+    str("device_traces");
+    op({']', 0x94, '(', ']', 0x94, '('});
+    for (int i = 0; i < 40; ++i) {
+      op({'}', 0x94, '('});
+      str("action");
+      str("alloc");
+      for (const char* k : {"addr", "size", "stream", "time_us"}) {
+        str(k);
+        value(std::string_view(k), i, b);
+      }
+      op({'u'});
+    }
+    op({'e', 'e'});
+    str("padding");  // the decoder wants 16 bytes ahead of each key: the last event has them
+    str(std::string(64, '.'));
+    op({'u', '.'});
+    return b;
+  };
+  // LONG1 of n bytes, little-endian two's complement (from 9 bytes on, sign bytes).
+  auto long1 = [](std::vector<uint8_t>& b, int64_t x, int n) {
+    b.push_back(0x8a);
+    b.push_back(uint8_t(n));
+    for (int k = 0; k < n; ++k) b.push_back(k < 8 ? uint8_t(uint64_t(x) >> (8 * k)) : (x < 0 ? 0xFF : 0x00));
+  };
+  // The shortest form pickle writes.
+  auto shortest = [&](std::vector<uint8_t>& b, int64_t x) {
+    if (x >= 0 && x < 256)
+      b.insert(b.end(), {'K', uint8_t(x)});
+    else if (x >= 0 && x < 65536)
+      b.insert(b.end(), {'M', uint8_t(x), uint8_t(x >> 8)});
+    else if (x >= INT32_MIN && x <= INT32_MAX)
+      b.insert(b.end(), {'J', uint8_t(x), uint8_t(x >> 8), uint8_t(x >> 16), uint8_t(x >> 24)});
+    else
+      long1(b, x, 8);
+  };
+  // A value that needs all n bytes of LONG1 (its top byte's high bit clear, next-to-top set).
+  auto filling = [](int n, int i, bool negative) {
+    int64_t x = n >= 8 ? (int64_t{0x40} << 56) + i : (int64_t{0x40} << (8 * n - 8)) + i;
+    return negative ? -x : x;
+  };
+  for (int n = 1; n <= 9; ++n)
+    for (bool negative : {false, true}) {
+      CAPTURE(n);
+      CAPTURE(negative);
+      auto b = build([&](std::string_view k, int i, std::vector<uint8_t>& out) {
+        bool neg = negative && k != "size" && i % 2 == 1;
+        int64_t x = filling(n, i, neg);
+        if (i % 3 == 2)
+          shortest(out, x);
+        else
+          long1(out, x, n == 9 ? 9 : n);
+      });
+      CHECK(compare_paths(b));
+    }
+  for (int n = 1; n <= 8; ++n) {
+    CAPTURE(n);
+    auto b = build([&](std::string_view k, int i, std::vector<uint8_t>& out) {
+      long1(out, filling(n, i, k == "size" && i == 17), n);
+    });
+    CHECK_FALSE(compare_paths(b));
+    CHECK_FALSE(detail::fast_build(b).has_value());
+  }
+}
