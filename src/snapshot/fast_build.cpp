@@ -1618,9 +1618,11 @@ void FastBuilder::skip_frame_ops_slow(const uint8_t*& q) {
   }
 }
 
-// The fixed-layout decoder for a trace event dict, called right after its EMPTY_DICT with
-// the dict's open record the newest. On success the record is replaced by a staged event;
-// on any surprise nothing has changed and the general path carries on.
+// The fixed-layout decoder for a trace event dict: `open`, called right after its EMPTY_DICT
+// with the dict's open record the newest; else at the EMPTY_DICT, with none (more_events).
+// On success the record (or nothing) is replaced by a staged event; on any surprise nothing
+// has changed but what it learnt of the keys (key_op_, which holds only facts of the memo),
+// and the general path carries on.
 bool FastBuilder::try_event(uint32_t parent_rec, bool open) {
   const uint8_t* q = open ? p_ : p_ + 1;  // without an open record, p_ is at the EMPTY_DICT
   uint64_t count = memo_count_;
@@ -1723,17 +1725,11 @@ bool FastBuilder::try_event(uint32_t parent_rec, bool open) {
     if (end_ - q < 16) return false;
     int fld = field_of(R_event, key.sym);
     // The integer fields in the opcodes they come in (BININT1, BININT2, BININT, LONG1 of up to
-    // 8 bytes), converted at once, each field's tests in its own place: in the one switch
-    // below, the opcode's dispatch was a fifth of try_event's samples (perf).
+    // 8 bytes), converted at once: in the one switch below, the opcode's dispatch was a fifth
+    // of try_event's samples (perf).
     if (fld == F_ev_addr || fld == F_ev_size || fld == F_ev_stream || fld == F_ev_time) {
       Slot v;
-      uint8_t n = 0;
-      switch (fld) {
-        case F_ev_addr:
-        case F_ev_time: n = int_op(q, v); break;
-        default: n = int_op(q, v); break;
-      }
-      if (n) {
+      if (uint8_t n = int_op(q, v)) {
         if (seen & (1u << fld)) return false;
         seen |= 1u << fld;
         q += n;
