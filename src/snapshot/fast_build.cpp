@@ -1733,6 +1733,9 @@ bool FastBuilder::try_event(uint32_t parent_rec, bool open) {
         if (seen & (1u << fld)) return false;
         seen |= 1u << fld;
         q += n;
+        // The four integer cases of the switch at the loop's end, on their own: one lambda
+        // for both places measured 5% slower (a one-thread load of the no-frames file, 120
+        // against 115 ms), as this switch then dispatches over all seven fields.
         switch (fld) {
           case F_ev_addr: ev.addr = bits_of(v); break;
           case F_ev_size: ev.size = size_of(v); break;
