@@ -6,54 +6,13 @@
 #include <ios>
 #include <stdexcept>
 
+#include "memsnap/util/utf8.hpp"
 #include "opcodes.hpp"
 
 namespace memsnap::pickle {
 
-namespace {
-
-// Length of the UTF-8 sequence starting at s[i], or 0 when it is not one.
-size_t utf8_sequence(std::string_view s, size_t i, bool surrogates_ok) {
-  auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  auto cont = [&](size_t k, uint8_t lo = 0x80, uint8_t hi = 0xBF) { return k < s.size() && b(k) >= lo && b(k) <= hi; };
-  uint8_t c = b(i);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (c == 0xE0) return cont(i + 1, 0xA0) && cont(i + 2) ? 3 : 0;
-  if (c == 0xED) return cont(i + 1, 0x80, surrogates_ok ? 0xBF : 0x9F) && cont(i + 2) ? 3 : 0;
-  if (c >= 0xE1 && c <= 0xEF) return cont(i + 1) && cont(i + 2) ? 3 : 0;
-  if (c == 0xF0) return cont(i + 1, 0x90) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  if (c >= 0xF1 && c <= 0xF3) return cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  if (c == 0xF4) return cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  return 0;
-}
-
-}  // namespace
-
 std::string_view sanitize_utf8(std::string_view s, std::string& scratch, bool surrogates_ok) {
-  size_t i = 0;
-  while (i < s.size()) {
-    if (static_cast<uint8_t>(s[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n = utf8_sequence(s, i, surrogates_ok);
-    if (n == 0) break;
-    i += n;
-  }
-  if (i == s.size()) return s;
-  scratch.assign(s.substr(0, i));
-  while (i < s.size()) {
-    size_t n = utf8_sequence(s, i, surrogates_ok);
-    if (n == 0) {
-      scratch += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      scratch.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return scratch;
+  return utf8::sanitize(s, scratch, surrogates_ok ? utf8::Surrogates::Allowed : utf8::Surrogates::Invalid);
 }
 
 Pickler::Pickler(std::ostream& out) : out_(out) {

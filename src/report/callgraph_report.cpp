@@ -10,6 +10,7 @@
 #include "frame_label.hpp"
 #include "json_util.hpp"
 #include "memsnap/report/callgraph.hpp"
+#include "memsnap/report/escape.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "text_util.hpp"
@@ -151,17 +152,6 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
 // ---- DOT ---------------------------------------------------------------------------------------
 
 namespace {
-
-// A DOT double-quoted string's content: backslashes and quotes escaped (the text is already printable()).
-std::string dot_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 const char* dot_fill(ProfileFrameKind k) {
   switch (k) {

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "json_util.hpp"
-#include "memsnap/report/timeline.hpp"
+#include "memsnap/report/escape.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/version.hpp"
 #include "text_util.hpp"
@@ -118,7 +118,7 @@ void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, co
 
 namespace {
 /// A string for XML 1.0: control characters and invalid UTF-8 shown escaped as on a terminal
-/// ("\x1b"), then & < > " ' escaped.
+/// ("\x1b"), then & < > " ' escaped (both on the one UTF-8 validator, util/utf8.hpp).
 std::string xml_text(std::string_view s) {
   return xml_escape(terminal_safe(s));
 }

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "frame_label.hpp"
+#include "memsnap/report/escape.hpp"
 #include "memsnap/report/flame.hpp"
-#include "memsnap/report/timeline.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::report {

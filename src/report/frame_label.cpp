@@ -4,31 +4,14 @@
 #include <cstdio>
 #include <vector>
 
+#include "memsnap/util/utf8.hpp"
+
 namespace memsnap::report::detail {
 
 namespace {
 
-// The length of the well-formed UTF-8 sequence at s[i] (2-4), or 0.
-size_t utf8_sequence(std::string_view s, size_t i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-  if (len == 0 || i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-  if (len == 3 && ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))) return 0;  // overlong, surrogate
-  if (len == 4 && ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))) return 0;  // overlong, > U+10FFFF
-  return len;
-}
-
-uint32_t code_point(std::string_view s, size_t i, size_t len) {
-  uint32_t c = static_cast<unsigned char>(s[i]) & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
-  for (size_t k = 1; k < len; ++k) c = c << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  return c;
-}
-
 // Characters a terminal acts on or that reorder the text around them ("Trojan Source").
-bool hidden_control(uint32_t cp) {
+bool hidden_control(char32_t cp) {
   return (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
          (cp >= 0x2066 && cp <= 0x2069);
 }
@@ -83,12 +66,12 @@ std::string printable(std::string_view s, size_t max) {
       piece = buf;
     } else if (c < 0x80) {
       piece = s.substr(i, 1);
-    } else if (size_t len = utf8_sequence(s, i); len == 0) {
+    } else if (size_t len = utf8::sequence(s, i); len == 0) {
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       piece = buf;
     } else {
       step = len;
-      uint32_t cp = code_point(s, i, len);
+      char32_t cp = utf8::decode(s, i, len);
       if (hidden_control(cp)) {
         std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
         piece = buf;

@@ -1,6 +1,11 @@
 // Shared JSON pieces: the input description and safe serialisation.
 #include "json_util.hpp"
 
+#include <vector>
+
+#include "memsnap/report/json.hpp"
+#include "memsnap/util/utf8.hpp"
+
 namespace memsnap::report::detail {
 
 Json input_json(const snapshot::InputInfo& in, const snapshot::Snapshot& s) {
@@ -16,8 +21,61 @@ Json input_json(const snapshot::InputInfo& in, const snapshot::Snapshot& s) {
   return j;
 }
 
+namespace {
+
+bool all_valid(const Json& doc) {
+  // An explicit stack: a document's depth is memsnap's own, but no recursion costs nothing.
+  std::vector<const Json*> todo{&doc};
+  while (!todo.empty()) {
+    const Json* j = todo.back();
+    todo.pop_back();
+    if (j->is_string()) {
+      if (!utf8::valid(j->get_ref<const std::string&>())) return false;
+    } else if (j->is_object()) {
+      for (auto it = j->begin(); it != j->end(); ++it) {
+        if (!utf8::valid(it.key())) return false;
+        todo.push_back(&it.value());
+      }
+    } else if (j->is_array()) {
+      for (const auto& v : *j) todo.push_back(&v);
+    }
+  }
+  return true;
+}
+
+// A copy of `doc` with every string and key through utf8::sanitized (only when one needs it).
+Json sanitized(const Json& doc) {
+  if (doc.is_string()) return utf8::sanitized(doc.get_ref<const std::string&>());
+  if (doc.is_object()) {
+    Json out = Json::object();
+    for (auto it = doc.begin(); it != doc.end(); ++it) out[utf8::sanitized(it.key())] = sanitized(it.value());
+    return out;
+  }
+  if (doc.is_array()) {
+    Json out = Json::array();
+    for (const auto& v : doc) out.push_back(sanitized(v));
+    return out;
+  }
+  return doc;
+}
+
+}  // namespace
+
 void write_json(std::ostream& out, const Json& doc) {
-  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  // The one validator decides what is text (util/utf8.hpp); nlohmann's own check then finds
+  // nothing to replace.
+  if (all_valid(doc))
+    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  else
+    out << sanitized(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace memsnap::report::detail
+
+namespace memsnap::report {
+
+void write_json_document(std::ostream& out, const nlohmann::ordered_json& doc) {
+  detail::write_json(out, doc);
+}
+
+}  // namespace memsnap::report

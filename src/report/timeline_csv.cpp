@@ -1,27 +1,14 @@
-// `memsnap timeline -o mem.csv`: the plotted points as RFC 4180 CSV, one row per point.
+// `memsnap timeline -o mem.csv`: the plotted points as RFC 4180 CSV, one row per point; the site
+// names in the header are the only text, each through csv_cell() (escape.hpp).
 #include <algorithm>
 #include <map>
 #include <ostream>
 #include <string>
 
+#include "memsnap/report/escape.hpp"
 #include "memsnap/report/timeline.hpp"
 
 namespace memsnap::report {
-
-namespace {
-
-// A field quoted when it must be (comma, quote, CR or LF), quotes doubled.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + '"';
-}
-
-}  // namespace
 
 void write_timeline_csv(std::ostream& out, const TimelineView& view) {
   const auto& tls = *view.timelines;
@@ -35,7 +22,7 @@ void write_timeline_csv(std::ostream& out, const TimelineView& view) {
 
   out << "device,event_index,time_us,allocated_bytes,active_bytes,reserved_bytes";
   if (by_site) {
-    for (const auto& c : columns) out << ',' << csv_field(c);
+    for (const auto& c : columns) out << ',' << csv_cell(c);
     out << ",other";
   }
   out << "\n";

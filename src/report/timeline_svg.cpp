@@ -13,62 +13,12 @@
 #include <ostream>
 #include <string>
 
+#include "memsnap/report/escape.hpp"
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/util/units.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        case '\'': out += "&apos;"; break;
-        case '\t':
-        case '\n': out += ' '; break;
-        default:
-          if (c < 0x20 || c == 0x7F)
-            out += kReplacement;  // not allowed in XML 1.0
-          else
-            out += static_cast<char>(c);
-      }
-      ++i;
-      continue;
-    }
-    // A well-formed UTF-8 sequence is copied; anything else becomes U+FFFD.
-    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok && len == 3) {
-      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);  // overlong, surrogates
-      if (ok && c == 0xEF && c1 == 0xBF) {
-        unsigned char c2 = static_cast<unsigned char>(s[i + 2]);
-        ok = c2 != 0xBE && c2 != 0xBF;  // U+FFFE, U+FFFF are not XML characters
-      }
-    }
-    if (ok && len == 4) {
-      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-    }
-    if (ok) {
-      out.append(s.data() + i, len);
-      i += len;
-    } else {
-      out += kReplacement;
-      ++i;
-    }
-  }
-  return out;
-}
 
 namespace {
 

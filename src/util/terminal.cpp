@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "memsnap/util/utf8.hpp"
+
 namespace memsnap {
 
 std::string terminal_safe(std::string_view s, size_t cap) {
@@ -26,28 +28,23 @@ std::string terminal_safe(std::string_view s, size_t cap) {
       out += "...";
       break;
     }
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      escape(c);
+    size_t len = utf8::sequence(s, i);
+    if (len == 0) {  // starts no character (utf8.hpp): shown as its byte
+      escape(static_cast<unsigned char>(s[i]));
       ++i;
       continue;
     }
-    if (c < 0x80) {
-      out += char(c);
-      ++i;
-      continue;
+    char32_t cp = utf8::decode(s, i, len);
+    if (utf8::is_control(cp)) {
+      if (len == 1) {
+        escape(static_cast<unsigned char>(s[i]));
+      } else {  // a C1 control, U+0080..U+009F: its two bytes
+        escape(static_cast<unsigned char>(s[i]));
+        escape(static_cast<unsigned char>(s[i + 1]));
+      }
+    } else {
+      out.append(s.substr(i, len));
     }
-    // A well-formed UTF-8 sequence passes, unless it encodes a C1 control (U+0080..U+009F).
-    size_t len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    bool ok = len != 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok && len == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) ok = false;
-    if (!ok) {
-      escape(c);
-      ++i;
-      continue;
-    }
-    out.append(s.substr(i, len));
     i += len;
   }
   return out;

@@ -8,6 +8,7 @@
 #include "memsnap/analysis/accounting.hpp"
 #include "memsnap/analysis/analyze.hpp"
 #include "memsnap/analysis/timeline.hpp"
+#include "memsnap/report/escape.hpp"
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"

@@ -24,13 +24,9 @@ struct SvgOptions {
 
 /// One SVG document: a panel per device, no scripts, no external references.
 void write_timeline_svg(std::ostream& out, const TimelineView& view, const SvgOptions& options);
-/// CSV (fields quoted per RFC 4180, LF line ends):
+/// CSV (RFC 4180, LF line ends; site names through csv_cell(), escape.hpp):
 /// device,event_index,time_us,allocated_bytes,active_bytes,reserved_bytes then, with sites, one column per site (the
 /// union over devices; empty where a site is not among a device's top sites) and "other".
 void write_timeline_csv(std::ostream& out, const TimelineView& view);
-
-/// Text as XML character data or attribute value (&, <, >, ", ' escaped;
-/// control characters and invalid UTF-8 replaced).
-std::string xml_escape(std::string_view text);
 
 }  // namespace memsnap::report
