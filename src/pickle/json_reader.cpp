@@ -2,6 +2,7 @@
 #include "memsnap/pickle/json_reader.hpp"
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "memsnap/util/error.hpp"
@@ -10,9 +11,33 @@ namespace memsnap::pickle {
 
 namespace {
 
+// The byte offset of the bracket that opens nesting level `depth` + 1 (levels counted from 1),
+// for the error: SAX events carry no offsets, and the parser has accepted everything before it.
+size_t offset_of_level(std::span<const uint8_t> in, size_t depth) {
+  size_t level = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint8_t c = in[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++level > depth) return i;
+    } else if (c == ']' || c == '}') {
+      --level;
+    }
+  }
+  return 0;
+}
+
 class Sax : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit Sax(ValueGraph& g) : g_(g) {}
+  bool too_deep = false;  // stopped at kMaxJsonDepth
 
   bool null() override { return push(g_.make_none()); }
   bool boolean(bool b) override { return push(g_.make_bool(b)); }
@@ -43,6 +68,10 @@ class Sax : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool open() {
+    if (marks_.size() >= kMaxJsonDepth) {
+      too_deep = true;
+      return false;  // stops the parse
+    }
     marks_.push_back(stack_.size());
     return true;
   }
@@ -67,6 +96,9 @@ ValueGraph read_json(std::span<const uint8_t> input, util::MemoryBudget* budget)
   g.set_budget(budget);
   Sax sax(g);
   nlohmann::json::sax_parse(input.begin(), input.end(), &sax);
+  if (sax.too_deep)
+    throw_at_offset(offset_of_level(input, kMaxJsonDepth), "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                                               " levels (a snapshot has fewer than 10)");
   g.set_root(sax.result());
   return g;
 }

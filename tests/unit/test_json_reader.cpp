@@ -73,14 +73,13 @@ TEST_CASE("read_json: integers beyond int64") {
   CHECK(dump(g, g.root()) == "[18446744073709551615, 9223372036854775807, -9223372036854775808]");
 }
 
-TEST_CASE("read_json: 50000 nested arrays do not exhaust the stack") {
-  constexpr size_t kDepth = 50000;
-  std::string text = std::string(kDepth, '[') + std::string(kDepth, ']');
+TEST_CASE("read_json: kMaxJsonDepth nested arrays are a value graph that deep") {
+  std::string text = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
   auto bytes = bytes_of(text);
   ValueGraph g = read_json(bytes);
   size_t depth = 1;
   for (ValueId v = g.root(); !g.items(v).empty(); v = g.items(v)[0]) ++depth;
-  CHECK(depth == kDepth);
+  CHECK(depth == kMaxJsonDepth);
 }
 
 TEST_CASE("read_json: invalid JSON is an InputError at a byte offset") {
@@ -97,5 +96,39 @@ TEST_CASE("read_json: invalid JSON is an InputError at a byte offset") {
     CHECK(e.location() == "offset 19");  // the second ',' of {"segments": [1, 2,, 3]}
     CHECK(e.message().find("unexpected ','") != std::string::npos);
     CHECK(json_error("[1, 2,, 3]").location() == "offset 6");
+  }
+}
+
+TEST_CASE("read_json: nesting deeper than kMaxJsonDepth is one error at the bracket that goes too deep") {
+  // As deep as allowed: read (a snapshot nests fewer than 10 levels).
+  std::string ok = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  auto ok_bytes = bytes_of(ok);
+  CHECK_NOTHROW(read_json(ok_bytes));
+  // 2 MB of '[' (the issue's shape), objects and arrays mixed, and brackets inside strings that
+  // do not count: each refused at the first bracket past the limit, without reading the rest.
+  for (const std::string& prefix : {std::string(), std::string(R"({"a[[[[{{": )"), std::string(R"(["\"[", )")}) {
+    std::string deep = prefix;
+    for (size_t i = 0; deep.size() < (size_t{2} << 20); ++i) deep += i % 3 == 2 ? R"({"k":)" : "[";
+    InputError e = json_error(deep);
+    CHECK(std::string(e.what()).find("nested deeper than " + std::to_string(kMaxJsonDepth)) != std::string::npos);
+    // The offset names the bracket that opens level kMaxJsonDepth + 1: count them in the text.
+    size_t at = std::stoul(e.location().substr(std::string("offset ").size()));
+    REQUIRE(at < deep.size());
+    CHECK((deep[at] == '[' || deep[at] == '{'));
+    size_t opened = 0;
+    bool in_string = false;
+    for (size_t i = 0; i <= at; ++i) {
+      if (in_string) {
+        if (deep[i] == '\\')
+          ++i;
+        else if (deep[i] == '"')
+          in_string = false;
+      } else if (deep[i] == '"') {
+        in_string = true;
+      } else if (deep[i] == '[' || deep[i] == '{') {
+        ++opened;
+      }
+    }
+    CHECK(opened == kMaxJsonDepth + 1);
   }
 }
