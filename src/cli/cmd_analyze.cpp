@@ -11,6 +11,7 @@
 #include "memsnap/report/fleet.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
+#include "output.hpp"
 #include "parallel.hpp"
 
 namespace memsnap::cli {
@@ -177,6 +178,7 @@ void add_analyze(CLI::App& app) {
       ->option_text("TEXT");
   add_fits_options(*cmd, args->fits);
   cmd->callback([args] {
+    io::OutputFile output = open_output("-", args->files);  // never onto an input (`>> X`)
     analysis::AnalyzeOptions options;
     apply(args->state, options);
     options.iterations.marker = args->iteration_marker;

@@ -6,6 +6,7 @@
 #include "flame_state.hpp"
 #include "memsnap/analysis/callgraph.hpp"
 #include "memsnap/report/callgraph.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -54,16 +55,19 @@ void add_callgraph(CLI::App& app) {
   cmd->callback([args] {
     double min_share = parse_share(args->min_share);
     if (args->dot && args->format == Format::Json) throw Failure("--dot and --format json: choose one", kBadInput);
+    io::OutputFile output = open_output("-", {args->stack.file});
     LoadedStates ls = load_states(args->stack);
     analysis::CallGraph graph =
         analysis::build_call_graph(profile_of(ls.loaded.snapshot, ls.states, args->stack.stack));
     report::CallgraphView view{&graph, &ls.source, min_share};
-    if (args->dot)
-      report::write_callgraph_dot(std::cout, view);
-    else if (args->format == Format::Json)
-      report::write_callgraph_json(std::cout, view);
-    else
-      report::write_callgraph_text(std::cout, view, text_style(CommonOptions{}).width);
+    write_output(output, [&](std::ostream& out) {
+      if (args->dot)
+        report::write_callgraph_dot(out, view);
+      else if (args->format == Format::Json)
+        report::write_callgraph_json(out, view);
+      else
+        report::write_callgraph_text(out, view, text_style(CommonOptions{}).width);
+    });
   });
 }
 

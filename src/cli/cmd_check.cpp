@@ -298,6 +298,9 @@ void add_check(CLI::App& app) {
       "could not be read (the others are still checked and reported; an unreadable file\n"
       "outranks a failed check).");
   cmd->callback([args, cmd] {
+    std::vector<std::string> inputs = args->files;  // what no output may be written onto
+    if (!args->config.empty()) inputs.push_back(args->config);
+    io::OutputFile output = open_output("-", inputs);
     Limits limits = limits_of(*args, *cmd);
     if (!limits.any())
       throw Failure(
@@ -310,7 +313,7 @@ void add_check(CLI::App& app) {
     if (!args->junit.empty()) {
       if (args->junit == "-") throw Failure("--junit: a file, not standard output", kBadInput);
       try {  // as open_output does: refused or unwritable before the work
-        junit.emplace(args->junit, std::span<const std::string>(args->files));
+        junit.emplace(args->junit, std::span<const std::string>(inputs));
       } catch (const io::OutputError& e) {
         throw Failure(e.what(), kBadInput);
       }

@@ -8,6 +8,7 @@
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/util/units.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -48,6 +49,8 @@ void add_diff(CLI::App& app) {
     if (args->flame && args->common.format == Format::Json)
       throw Failure("--flame and --format json: choose one", kBadInput);
     if (!args->flame && !args->output.empty()) throw Failure("-o: only with --flame", kBadInput);
+    // Refused (an input as the target) or unwritable before the work.
+    io::OutputFile output = open_output(args->output.empty() ? "-" : args->output, {args->before, args->after});
     // The two inputs are independent: parse them on both cores.
     auto later = std::async(std::launch::async, [&] { return load(args->after, args->common); });
     snapshot::Loaded before = load(args->before, args->common);
@@ -58,11 +61,14 @@ void add_diff(CLI::App& app) {
     auto devices = analysis::diff_snapshots(before_ctx, after_ctx);
     report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top};
     if (args->flame)
-      write_diff_flame(before, after, args->output);
-    else if (args->common.format == Format::Json)
-      report::write_diff_json(std::cout, view);
+      write_diff_flame(before, after, output);
     else
-      report::write_diff_text(std::cout, view, text_style(args->common));
+      write_output(output, [&](std::ostream& out) {
+        if (args->common.format == Format::Json)
+          report::write_diff_json(out, view);
+        else
+          report::write_diff_text(out, view, text_style(args->common));
+      });
     if (limit) {
       for (const auto& d : devices) {
         if (d.after.allocated_bytes <= d.before.allocated_bytes) continue;

@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/report/events.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -36,6 +37,7 @@ void add_events(CLI::App& app) {
       ->option_text("N");
   cmd->add_flag("--stacks", args->stacks, "Print each event's whole stack (noise frames filtered)");
   cmd->callback([args] {
+    io::OutputFile output = open_output("-", {args->file});
     snapshot::Loaded loaded = load(args->file, args->common);
     print_warnings(loaded);
     const auto& snap = loaded.snapshot;
@@ -56,10 +58,12 @@ void add_events(CLI::App& app) {
       devices.push_back(analysis::list_events(ctx, d, options));
     }
     report::Source src{loaded.input, ctx};
-    if (args->common.format == Format::Json)
-      report::write_events_json(std::cout, src, devices, origin);
-    else
-      report::write_events_text(std::cout, src, devices, origin, text_style(args->common));
+    write_output(output, [&](std::ostream& out) {
+      if (args->common.format == Format::Json)
+        report::write_events_json(out, src, devices, origin);
+      else
+        report::write_events_text(out, src, devices, origin, text_style(args->common));
+    });
   });
 }
 

@@ -1,13 +1,13 @@
 // `memsnap flame FILE`: live memory by full call stack, as folded stacks or an SVG flame graph.
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "common.hpp"
 #include "flame_state.hpp"
 #include "memsnap/analysis/stacks.hpp"
 #include "memsnap/report/flame.hpp"
 #include "memsnap/util/units.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -59,12 +59,14 @@ void add_flame(CLI::App& app) {
                 "SVG: embed a small script for click-to-zoom (default: a static picture, no script)");
   cmd->callback([args] {
     FlameFormat format = format_for(args->format, args->output);
+    io::OutputFile output = open_output(args->output, {args->stack.file});  // refused before the work
     LoadedStates ls = load_states(args->stack);
     analysis::StackProfile profile = profile_of(ls.loaded.snapshot, ls.states, args->stack.stack);
-    std::ostringstream out;
-    if (format == FlameFormat::Folded) {
-      report::write_folded(out, profile);
-    } else {
+    write_output(output, [&](std::ostream& out) {
+      if (format == FlameFormat::Folded) {
+        report::write_folded(out, profile);
+        return;
+      }
       report::FlameSvgOptions o;
       o.width = args->width;
       o.script = args->script;
@@ -73,15 +75,14 @@ void add_flame(CLI::App& app) {
       o.subtitle = ls.source.path + ": " + report::describe(ls.source) + ", " + human_bytes(profile.bytes) + " in " +
                    count(profile.blocks, "block", "blocks");
       report::write_flame_svg(out, analysis::flame_tree(profile), o);
-    }
-    write_file(args->output, out.str());
-    if (args->output != "-")
+    });
+    if (!output.is_stdout())
       std::cerr << "wrote " << args->output << " (" << count(profile.stacks.size(), "stack", "stacks") << ", "
                 << human_bytes(profile.bytes) << " " << analysis::to_string(args->stack.stack.state) << ")\n";
   });
 }
 
-void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, const std::string& output) {
+void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, io::OutputFile& output) {
   // Both dumps as dumped, allocated memory; a <device N> frame when either file has several devices.
   const snapshot::Loaded* files[2] = {&before, &after};
   bool device_root = before.snapshot.devices.size() > 1 || after.snapshot.devices.size() > 1;
@@ -92,19 +93,21 @@ void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& af
     profiles[i] = b.take();
   }
   analysis::DiffProfile diff = analysis::diff_profiles(profiles[0], profiles[1]);
-  std::ostringstream out;
-  std::string target = output.empty() ? "-" : output;
-  if (format_for(std::nullopt, target) == FlameFormat::Svg) {
-    report::FlameSvgOptions o;
-    auto shown = [](const snapshot::Loaded& l) { return l.input.path == "-" ? std::string("<stdin>") : l.input.path; };
-    o.subtitle = shown(before) + " (" + human_bytes(diff.before) + ") -> " + shown(after) + " (" +
-                 human_bytes(diff.after) + "), allocated memory as dumped";
-    report::write_flame_svg(out, analysis::flame_tree(diff), o);
-  } else {
-    report::write_folded(out, diff);
-  }
-  write_file(target, out.str());
-  if (target != "-")
+  std::string target = output.is_stdout() ? "-" : output.shown();
+  write_output(output, [&](std::ostream& out) {
+    if (format_for(std::nullopt, target) == FlameFormat::Svg) {
+      report::FlameSvgOptions o;
+      auto shown = [](const snapshot::Loaded& l) {
+        return l.input.path == "-" ? std::string("<stdin>") : l.input.path;
+      };
+      o.subtitle = shown(before) + " (" + human_bytes(diff.before) + ") -> " + shown(after) + " (" +
+                   human_bytes(diff.after) + "), allocated memory as dumped";
+      report::write_flame_svg(out, analysis::flame_tree(diff), o);
+    } else {
+      report::write_folded(out, diff);
+    }
+  });
+  if (!output.is_stdout())
     std::cerr << "wrote " << target << " (" << count(diff.stacks.size(), "stack", "stacks") << ", "
               << human_bytes(diff.before) << " -> " << human_bytes(diff.after) << " allocated)\n";
 }

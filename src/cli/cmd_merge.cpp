@@ -11,6 +11,7 @@
 #include "common.hpp"
 #include "memsnap/report/fleet.hpp"
 #include "memsnap/util/terminal.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -57,6 +58,7 @@ void add_merge(CLI::App& app) {
   cmd->callback([args] {
     if (std::count(args->files.begin(), args->files.end(), std::string("-")) > 1)
       throw Failure("- (stdin) can be given once", kBadInput);
+    io::OutputFile output = open_output("-", args->files);  // never `merge X >> X`
     report::Fleet fleet;
     for (const auto& path : args->files) {
       std::string shown = terminal_safe(shown_path(path));

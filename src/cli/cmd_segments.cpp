@@ -8,9 +8,11 @@
 
 #include "common.hpp"
 #include "memsnap/report/fleet.hpp"
+#include "memsnap/report/json.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/version.hpp"
+#include "output.hpp"
 #include "parallel.hpp"
 
 namespace memsnap::cli {
@@ -67,6 +69,7 @@ void add_segments(CLI::App& app) {
     if (args->top < 0) throw Failure("--top: must be 0 (all) or more, got " + std::to_string(args->top), kBadInput);
   });
   cmd->callback([args] {
+    io::OutputFile output = open_output("-", args->files);  // never onto an input (`>> X`)
     analysis::AnalyzeOptions options;
     apply(args->state, options);
     options.trace = false;  // the segment map needs the state only
@@ -111,7 +114,7 @@ void add_segments(CLI::App& app) {
       doc["schema_version"] = kSchemaVersion;
       doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
       doc["files"] = std::move(docs);
-      std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      report::write_json_document(std::cout, doc);
     }
     std::cout.flush();
     if (errors)

@@ -43,6 +43,11 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   lo.read.max_buffer_bytes = *limit;
   lo.max_memory = *limit;
   std::string shown = shown_path(path);
+  try {  // every command that reads a snapshot: `memsnap CMD X >> X` would write onto X
+    io::refuse_stdout_onto_inputs(std::span<const std::string>(&path, 1));
+  } catch (const io::OutputError& e) {
+    throw Failure(e.what(), kBadInput);
+  }
   ProgressLine progress(o.quiet);
   lo.progress = progress.callback();
   try {

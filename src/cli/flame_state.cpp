@@ -1,9 +1,6 @@
 // The device states `flame`, `callgraph` and `diff --flame` describe, and what those commands share.
 #include "flame_state.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "common.hpp"
@@ -131,22 +128,6 @@ LoadedStates load_states(const StackArgs& a) {
   for (const auto& s : out.states) out.source.points.push_back(s.point);
   out.source.state = a.stack.state;
   return out;
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  if (path == "-") {
-    std::cout << data;
-    std::cout.flush();
-    if (!std::cout) throw Failure("<stdout>: write failed", kBadInput);
-    return;
-  }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Failure(path + ": cannot write: " + std::strerror(errno), kBadInput);
-  size_t n = std::fwrite(data.data(), 1, data.size(), f);
-  int err = n == data.size() ? 0 : errno;
-  if (std::fclose(f) != 0 && err == 0) err = errno;
-  if (n != data.size() || err != 0)
-    throw Failure(path + ": cannot write: " + std::strerror(err ? err : EIO), kBadInput);
 }
 
 }  // namespace memsnap::cli

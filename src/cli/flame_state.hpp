@@ -13,6 +13,7 @@
 #include "memsnap/analysis/stacks.hpp"
 #include "memsnap/report/flame.hpp"
 #include "memsnap/snapshot/load.hpp"
+#include "output.hpp"
 
 namespace memsnap::cli {
 
@@ -67,11 +68,9 @@ struct LoadedStates {
 };
 LoadedStates load_states(const StackArgs& args);
 
-/// Writes the whole document to `path` ("-" for stdout); Failure naming the file on any error.
-void write_file(const std::string& path, const std::string& data);
-
 /// `memsnap diff --flame BEFORE AFTER [-o OUT]`: the differential profile of two dumps,
-/// folded (`stack BEFORE AFTER`) to stdout or OUT, or an SVG when OUT ends in .svg.
-void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, const std::string& output);
+/// folded (`stack BEFORE AFTER`) into `output` (opened by the caller before loading, so that
+/// an input is never its target), or an SVG when its name ends in .svg; committed here.
+void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, io::OutputFile& output);
 
 }  // namespace memsnap::cli

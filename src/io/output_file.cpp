@@ -152,19 +152,40 @@ bool same_file(const std::string& a, const std::string& b) {
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && same_inode(sa, sb);
 }
 
+namespace {
+
+// The input among `inputs` that is the file `out` (same device and inode: through symbolic and
+// hard links and any other spelling; "-" is standard input, whatever file that is), or nullptr.
+const std::string* input_that_is(const struct stat& out, std::span<const std::string> inputs) {
+  for (const auto& in : inputs) {
+    struct stat st {};
+    bool found = in == "-" ? ::fstat(STDIN_FILENO, &st) == 0 : ::stat(in.c_str(), &st) == 0;
+    // Only a regular file can be lost: /dev/null or one pipe on both ends is harmless.
+    if (found && S_ISREG(st.st_mode) && same_inode(st, out)) return &in;
+  }
+  return nullptr;
+}
+
+std::string shown_input(const std::string& in) {
+  return in == "-" ? "<stdin>" : in;
+}
+
+}  // namespace
+
+void refuse_stdout_onto_inputs(std::span<const std::string> inputs) {
+  struct stat out {};
+  if (::fstat(STDOUT_FILENO, &out) != 0 || !S_ISREG(out.st_mode)) return;
+  if (const std::string* in = input_that_is(out, inputs))
+    throw OutputError("<stdout>: is the input file " + shown_input(*in) +
+                      " (redirected onto it with > or >>): refusing to write onto it");
+}
+
 // ---- OutputFile --------------------------------------------------------------------------
 
 OutputFile::OutputFile(const std::string& path, std::span<const std::string> inputs) : path_(path) {
   if (path.empty()) throw OutputError("the output path is empty");
   if (is_stdout()) {
-    struct stat out {};
-    if (::fstat(STDOUT_FILENO, &out) == 0 && S_ISREG(out.st_mode)) {
-      for (const auto& in : inputs) {
-        struct stat st {};
-        if (in != "-" && ::stat(in.c_str(), &st) == 0 && same_inode(st, out))
-          throw OutputError("<stdout>: is the input file " + in + ": refusing to write onto it");
-      }
-    }
+    refuse_stdout_onto_inputs(inputs);
     stream_ = &std::cout;
     return;
   }
@@ -180,9 +201,8 @@ OutputFile::OutputFile(const std::string& path, std::span<const std::string> inp
   }
   struct stat st {};
   bool exists = ::stat(target_.c_str(), &st) == 0;
-  for (const auto& in : inputs)
-    if (exists && in != "-" && same_file(in, target_))
-      throw OutputError(path + ": is the input file " + in + ": refusing to write onto it");
+  if (const std::string* in = exists ? input_that_is(st, inputs) : nullptr)
+    throw OutputError(path + ": is the input file " + shown_input(*in) + ": refusing to write onto it");
   if (exists && S_ISDIR(st.st_mode)) throw OutputError(path + ": is a directory");
 
   if (exists && !S_ISREG(st.st_mode)) {

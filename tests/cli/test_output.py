@@ -88,7 +88,7 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(inp, "ab") as appended:  # `memsnap export snap.pickle >> snap.pickle`
         rc, err = run_to(["export", inp], appended)
     check("stdout onto the input", rc == 2 and err == "memsnap: <stdout>: is the input file " + inp +
-          ": refusing to write onto it\n", "%d %r" % (rc, err))
+          " (redirected onto it with > or >>): refusing to write onto it\n", "%d %r" % (rc, err))
     check("input intact after >>", open(inp, "rb").read() == before)
     for name in ("link.pickle", "hard.pickle"):
         os.remove(os.path.join(tmp, name))

@@ -1,5 +1,6 @@
 // io::OutputFile: a file appears only when complete, a failure leaves the old one, inputs are refused.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,6 +110,46 @@ TEST_CASE("writing onto an input is refused, by inode: same name, other spelling
   }
   CHECK(fs::is_symlink(d.path / "to-target"));
   CHECK(read(d.path / "target.txt") == "via link");
+}
+
+namespace {
+// Runs `fn` with descriptor `fd` (0 or 1) pointing at `path` (opened for appending), then puts it
+// back: what `memsnap CMD - < X` and `memsnap CMD X >> X` give a process.
+template <class Fn>
+void with_descriptor_on(int fd, const fs::path& path, Fn fn) {
+  int saved = ::dup(fd);
+  REQUIRE(saved >= 0);
+  int file = ::open(path.c_str(), fd == 0 ? O_RDONLY : O_WRONLY | O_APPEND);
+  REQUIRE(file >= 0);
+  ::dup2(file, fd);
+  ::close(file);
+  fn();
+  ::dup2(saved, fd);
+  ::close(saved);
+}
+}  // namespace
+
+TEST_CASE("standard input and standard output are compared with the inputs by inode too") {
+  TempDir d;
+  fs::path in = d.path / "snap.pickle";
+  write(in, "SNAPSHOT");
+  // -o X when the input "-" is X (`memsnap flame - < X -o X`).
+  std::string error;
+  with_descriptor_on(0, in, [&] { error = error_of(in.string(), {"-"}); });
+  CHECK(error == in.string() + ": is the input file <stdin>: refusing to write onto it");
+  // Standard output appended onto an input (`memsnap flame X >> X`), named or read as "-".
+  std::string named, through_stdin, other;
+  with_descriptor_on(1, in, [&] {
+    named = error_of("-", {in.string()});
+    with_descriptor_on(0, in, [&] { through_stdin = error_of("-", {"-"}); });
+    other = error_of("-", {(d.path / "other.pickle").string()});
+  });
+  CHECK(named ==
+        "<stdout>: is the input file " + in.string() + " (redirected onto it with > or >>): refusing to write onto it");
+  CHECK(through_stdin ==
+        "<stdout>: is the input file <stdin> (redirected onto it with > or >>): refusing to write onto it");
+  CHECK(other == "(no error)");
+  CHECK(read(in) == "SNAPSHOT");
 }
 
 TEST_CASE("a directory, a missing directory, and a full device are errors naming the path and the reason") {

@@ -8,7 +8,9 @@
 //   interrupted run leaves FILE as it was (SIGINT, SIGTERM and SIGHUP remove the temporary
 //   file before the process dies); devices and FIFOs (/dev/null, a pipe) are written directly;
 // - a destination that is one of the command's inputs (same device and inode, so through
-//   links and other spellings too) is refused before anything is written.
+//   links and other spellings too; "-" stands for whatever file standard input is) is refused
+//   before anything is written, and so is standard output redirected onto an input
+//   (`memsnap flame X >> X`: fstat of descriptor 1).
 #pragma once
 
 #include <memory>
@@ -60,9 +62,9 @@ class FdStreamBuf : public std::streambuf {
 /// or unwritable destination fails at once; write through stream(); then commit().
 class OutputFile {
  public:
-  /// Opens `path` ("-": standard output). Throws OutputError when `path` is one of
-  /// `inputs` ("-" inputs are skipped), is a directory, or no temporary file can be
-  /// created beside it.
+  /// Opens `path` ("-": standard output). Throws OutputError when `path` (or, for "-", the
+  /// file standard output was redirected to) is one of `inputs`, is a directory, or no
+  /// temporary file can be created beside it.
   explicit OutputFile(const std::string& path, std::span<const std::string> inputs = {});
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -112,5 +114,10 @@ class CheckedStdout {
 /// Whether `a` and `b` name the same existing file (device and inode); false when either
 /// does not exist or is "-".
 bool same_file(const std::string& a, const std::string& b);
+
+/// Throws OutputError when standard output is a regular file that is one of `inputs` (same
+/// device and inode; "-" is standard input): `memsnap flame X >> X` would append to its own
+/// input. OutputFile("-") checks this; a command that reads a file checks it too before reading.
+void refuse_stdout_onto_inputs(std::span<const std::string> inputs);
 
 }  // namespace memsnap::io

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""Issue 38's classes of hostile input, each made here by its own generator: every run must
+finish in under 10 s with a peak RSS under 1 GB at the default bounds, and do what the class
+requires (the input intact, output that parses, no injection, bounded output, bounded memory).
+
+Usage: hostile_classes.py MEMSNAP [SCALE]
+
+SCALE > 1 marks a sanitizer build: time bounds are multiplied by it and the RSS bound is left
+out (AddressSanitizer's shadow memory and quarantine).
+
+  1  the input is never lost: -o onto an input (same file, symbolic link, hard link, diff's
+     either file, "-" read from the file) and stdout appended onto it (`>>`), for every command
+  2  output that parses: a frame name, a block state, a file's own name with bytes F8 88 80
+     (a lead byte no UTF-8 has) in JUnit XML, SVG, DOT, JSON and CSV
+  4  CSV injection: control characters and formula leads in the timeline's site columns
+"""
+import csv
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+MEMSNAP = sys.argv[1]
+SCALE = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+SANITIZED = SCALE > 1
+TIME_LIMIT = 10.0 * SCALE
+RSS_LIMIT = 1 << 30
+BASE = 0x7F0000000000
+F8 = b"\xf8\x88\x80"  # a lead byte above F4 and two continuation bytes: no character at all
+failures = 0
+passed = 0
+
+
+def check(name, ok, detail=""):
+    global failures, passed
+    if ok:
+        passed += 1
+        print("ok   " + name)
+    else:
+        failures += 1
+        print("FAIL " + name + ": " + str(detail)[:800])
+
+
+def run(args, stdin=None, stdout=None, name=None):
+    """Runs memsnap, stdout to `stdout` (a file) or captured; checks that it ends in under 10 s
+    with a peak RSS (its own, from wait4) under 1 GB; returns (rc, stdout bytes, stderr text)."""
+    name = name or " ".join(os.fsdecode(a) for a in args[:2])
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        p = subprocess.Popen([MEMSNAP] + args, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                             stdout=stdout if stdout is not None else out, stderr=err)
+        deadline = start + TIME_LIMIT + 5
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                os.wait4(p.pid, 0)
+                check(name + ": finishes", False, "still running after %.0f s" % (TIME_LIMIT + 5))
+                return None, b"", ""
+            time.sleep(0.005)
+        p.returncode = rc = os.waitstatus_to_exitcode(status)
+        elapsed = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        o, e = out.read(), err.read().decode(errors="replace")
+    check(name + ": under %.0f s" % TIME_LIMIT, elapsed < TIME_LIMIT, "%.1f s" % elapsed)
+    if not SANITIZED:
+        peak = usage.ru_maxrss * 1024
+        check(name + ": peak RSS under 1 GB", peak < RSS_LIMIT, "%d MiB" % (peak >> 20))
+    return rc, o, e
+
+
+def one_line_error(rc, err, *fragments):
+    return rc == 2 and err.count("\n") == 1 and err.startswith("memsnap: ") and all(f in err for f in fragments)
+
+
+# ---- generators --------------------------------------------------------------------------
+
+def frames(file, name, line=7):
+    return [{"filename": file, "line": line, "name": name}]
+
+
+def small_snapshot(file="/w/train.py", name="step", state="active_allocated"):
+    """One segment with one allocated block and a two-event trace, its stack `file:7:name`."""
+    fr = frames(file, name)
+    blocks = [{"address": BASE, "size": 1 << 20, "requested_size": 1 << 20, "state": state, "frames": fr},
+              {"address": BASE + (1 << 20), "size": 1 << 20, "requested_size": 0, "state": "inactive", "frames": []}]
+    trace = [{"action": "segment_alloc", "addr": BASE, "size": 2 << 20, "stream": 0, "frames": fr, "time_us": 1},
+             {"action": "alloc", "addr": BASE, "size": 1 << 20, "stream": 0, "frames": fr, "time_us": 2}]
+    return {"segments": [{"device": 0, "address": BASE, "total_size": 2 << 20, "allocated_size": 1 << 20,
+                          "active_size": 1 << 20, "requested_size": 1 << 20, "stream": 0, "segment_type": "large",
+                          "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}],
+            "device_traces": [trace]}
+
+
+def sites_snapshot(names):
+    """One allocation per (file, name) pair, each its own site, so that they all become columns
+    of `timeline --by-site --format csv`."""
+    blocks, trace, addr = [], [{"action": "segment_alloc", "addr": BASE, "size": 64 << 20, "stream": 0,
+                                "frames": [], "time_us": 1}], BASE
+    for i, (file, name) in enumerate(names):
+        fr = frames(file, name, 10 + i)
+        size = (i + 1) << 16
+        blocks.append({"address": addr, "size": size, "requested_size": size, "state": "active_allocated",
+                       "frames": fr})
+        trace.append({"action": "alloc", "addr": addr, "size": size, "stream": 0, "frames": fr, "time_us": 2 + i})
+        addr += size
+    blocks.append({"address": addr, "size": BASE + (64 << 20) - addr, "requested_size": 0, "state": "inactive",
+                   "frames": []})
+    allocated = addr - BASE
+    return {"segments": [{"device": 0, "address": BASE, "total_size": 64 << 20, "allocated_size": allocated,
+                          "active_size": allocated, "requested_size": allocated, "stream": 0,
+                          "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False,
+                          "frames": [], "blocks": blocks}],
+            "device_traces": [trace]}
+
+
+def pickled(snap, marker=None, replacement=None):
+    """The snapshot as protocol 4; `marker` bytes in it replaced by `replacement` of the same length
+    (so that strings Python cannot hold, like F8 88 80, end up in BINUNICODE payloads)."""
+    data = pickle.dumps(snap, protocol=4)
+    if marker is not None:
+        assert len(marker) == len(replacement) and marker in data
+        data = data.replace(marker, replacement)
+    return data
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+# ---- class 1: the input is never lost ----------------------------------------------------
+
+def class_input_lost(tmp):
+    snap = write(os.path.join(tmp, "snap.pickle"), pickled(small_snapshot()))
+    other = write(os.path.join(tmp, "other.pickle"), pickled(small_snapshot(name="other")))
+    original = {p: open(p, "rb").read() for p in (snap, other)}
+    link = os.path.join(tmp, "link.pickle")
+    os.symlink(snap, link)
+    hard = os.path.join(tmp, "hard.pickle")
+    os.link(snap, hard)
+
+    def intact(name):
+        ok = all(open(p, "rb").read() == b for p, b in original.items())
+        check(name + ": input intact", ok)
+        if not ok:  # the next case starts from the inputs as they were
+            for p, b in original.items():
+                if os.path.exists(p):
+                    os.remove(p)
+                write(p, b)
+            for p in (link, hard):
+                if os.path.lexists(p):
+                    os.remove(p)
+            os.symlink(snap, link)
+            os.link(snap, hard)
+
+    # -o onto the input, spelled every way, for every command that writes a named file.
+    for target in (snap, link, hard, os.path.join(tmp, ".", "snap.pickle")):
+        for args in (["flame", snap, "-o", target], ["flame", snap, "--format", "svg", "-o", target],
+                     ["diff", "--flame", snap, other, "-o", target], ["diff", "--flame", other, snap, "-o", target],
+                     ["timeline", snap, "--format", "csv", "-o", target], ["export", snap, "-o", target]):
+            name = "1 %s -o %s" % (" ".join(a for a in args[:2]), os.path.basename(target))
+            rc, out, err = run(args, name=name)
+            check(name + ": refused", one_line_error(rc, err, "refusing to write onto it"), "%r %r" % (rc, err))
+            intact(name)
+    # "-" read from the file: the output may not replace it either.
+    with open(snap, "rb") as stdin:
+        rc, out, err = run(["flame", "-", "-o", snap], stdin=stdin, name="1 flame - < X -o X")
+    check("1 flame - < X -o X: refused", one_line_error(rc, err, "<stdin>", "refusing"), "%r %r" % (rc, err))
+    intact("1 flame - < X -o X")
+    # Standard output appended onto an input (`memsnap CMD X >> X`), for every command.
+    config = write(os.path.join(tmp, "limits.json"), b'{"max-peak": "1GiB"}')
+    doc = os.path.join(tmp, "doc.json")
+    with open(doc, "wb") as f:
+        subprocess.run([MEMSNAP, "analyze", "--format", "json", snap], stdout=f, check=True)
+    original[doc] = open(doc, "rb").read()
+    original[config] = open(config, "rb").read()
+    commands = [["analyze", snap], ["segments", snap], ["events", snap], ["timeline", snap, "--format", "csv", "-o", "-"],
+                ["flame", snap], ["callgraph", snap], ["callgraph", "--dot", snap], ["export", snap],
+                ["diff", snap, other], ["diff", other, snap], ["diff", "--flame", snap, other],
+                ["check", "--max-peak", "1GiB", snap], ["check", "--config", config, snap], ["merge", doc],
+                ["analyze", "-j", "2", other, snap]]
+    for args in commands:
+        target = config if "--config" in args else doc if args[0] == "merge" else snap
+        name = "1 %s >> %s" % (" ".join(os.path.basename(a) for a in args), os.path.basename(target))
+        with open(target, "ab") as appended:
+            rc, out, err = run(args, stdout=appended, name=name)
+        check(name + ": refused", rc == 2 and "<stdout>: is the input file" in err and "refusing" in err,
+              "%r %r" % (rc, err))
+        intact(name)
+    with open(snap, "rb") as stdin, open(snap, "ab") as appended:
+        rc, out, err = run(["flame", "-"], stdin=stdin, stdout=appended, name="1 flame - < X >> X")
+    check("1 flame - < X >> X: refused", rc == 2 and "<stdin>" in err and "refusing" in err, "%r %r" % (rc, err))
+    intact("1 flame - < X >> X")
+    # A named output is written beside the target and renamed over it: a new inode, no temporary left.
+    out_path = write(os.path.join(tmp, "out.folded"), b"OLD")
+    old_inode = os.stat(out_path).st_ino
+    rc, out, err = run(["flame", snap, "-o", out_path], name="1 flame -o new file")
+    check("1 flame -o: written by rename", rc == 0 and os.stat(out_path).st_ino != old_inode and
+          open(out_path, "rb").read().endswith(b"1048576\n"), "%r %r" % (rc, err))
+    check("1 flame -o: no temporary file left", not [n for n in os.listdir(tmp) if "memsnap-" in n], os.listdir(tmp))
+
+
+# ---- class 2: output that parses -----------------------------------------------------------
+
+def parses_as_xml(name, data):
+    try:
+        ET.fromstring(data)
+        check(name + ": XML well-formed", True)
+    except ET.ParseError as e:
+        check(name + ": XML well-formed", False, e)
+
+
+def class_utf8(tmp):
+    bad_name = write(os.path.join(tmp, "badname.pickle"),
+                     pickled(small_snapshot("/w/trainQQQ.py", "stepQQQ"), b"QQQ", F8))
+    bad_state = write(os.path.join(tmp, "badstate.pickle"),
+                      pickled(small_snapshot(state="active_allocatedQQQ"), b"QQQ", F8))
+    bad_file = os.path.join(os.fsencode(tmp), b"file" + F8 + b".pickle")
+    write(bad_file, pickled(small_snapshot()))
+    for label, path in (("frame name", bad_name), ("block state", bad_state), ("file name", bad_file)):
+        junit = os.path.join(tmp, "junit.xml")
+        rc, out, err = run(["check", "--max-peak", "1KiB", "--junit", junit, path], name="2 check --junit " + label)
+        check("2 check --junit %s: ran" % label, rc in (1, 2) and os.path.exists(junit), "%r %r" % (rc, err))
+        if os.path.exists(junit):
+            parses_as_xml("2 check --junit " + label, open(junit, "rb").read())
+            os.remove(junit)
+    for label, path in (("frame name", bad_name), ("file name", bad_file)):
+        for args, what in ((["timeline", path, "--by-site", "--format", "svg", "-o", "-"], "timeline SVG"),
+                           (["flame", path, "--format", "svg"], "flame SVG")):
+            rc, out, err = run(args, name="2 %s %s" % (what, label))
+            check("2 %s %s: ran" % (what, label), rc == 0, err)
+            parses_as_xml("2 %s %s" % (what, label), out)
+        for args, what in ((["callgraph", "--dot", path], "DOT"), (["analyze", path], "text"),
+                           (["timeline", path, "--by-site", "--format", "csv", "-o", "-"], "CSV"),
+                           (["flame", path], "folded")):
+            rc, out, err = run(args, name="2 %s %s" % (what, label))
+            try:
+                out.decode("utf-8")
+                check("2 %s %s: valid UTF-8" % (what, label), rc == 0, err)
+            except UnicodeDecodeError as e:
+                check("2 %s %s: valid UTF-8" % (what, label), False, e)
+        for args in (["analyze", "--format", "json", path], ["callgraph", "--format", "json", path],
+                     ["events", "--format", "json", "--stacks", path], ["export", path]):
+            rc, out, err = run(args, name="2 %s JSON %s" % (args[0], label))
+            try:
+                json.loads(out.decode("utf-8"))
+                check("2 %s JSON %s: parses" % (args[0], label), rc == 0, err)
+            except (UnicodeDecodeError, ValueError) as e:
+                check("2 %s JSON %s: parses" % (args[0], label), False, e)
+
+
+# ---- class 4: CSV injection ------------------------------------------------------------------
+
+def class_csv(tmp):
+    hostile = [("=2+5*7", "f"), ("-2+3", "g"), ("+1", "h"), ("@SUM(1,2)", "i"), ("\t=1", "j"), ("\r=1", "k"),
+               ("/w/a.py", "esc\x1b]0;title\x07"), ("/w/b.py", "cr\rlf\nnul\x00del\x7f"), ("/w/c,d.py", 'q"uote'),
+               ("/w/e.py", "c1\u009b31m")]
+    path = write(os.path.join(tmp, "csv.pickle"), pickled(sites_snapshot(hostile)))
+    rc, out, err = run(["timeline", path, "--by-site", "--top-sites", "20", "--format", "csv", "-o", "-"],
+                      name="4 timeline csv")
+    check("4 timeline csv: ran", rc == 0, err)
+    text = out.decode("utf-8", errors="strict")
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F]
+    check("4 no control character in the CSV", not bad, [hex(ord(c)) for c in bad])
+    rows = list(csv.reader(io.StringIO(text)))
+    header = rows[0]
+    sites = header[6:-1]
+    check("4 every hostile site is a column", len(sites) == len(hostile), header)
+    for cell in (c for row in rows for c in row):
+        check("4 cell %r: no formula" % cell[:20], not cell or cell[0] not in "=+-@\t\r" or cell.lstrip("-").isdigit(),
+              cell)
+    check("4 formulas kept readable behind a quote", any(c.startswith("'=2+5*7") for c in sites) and
+          any(c.startswith("'@SUM(1,2)") for c in sites), sites)
+
+
+CLASSES = [class_input_lost, class_utf8, class_csv]
+
+with tempfile.TemporaryDirectory() as tmp:
+    for cls in CLASSES:
+        sub = os.path.join(tmp, cls.__name__)
+        os.mkdir(sub)
+        cls(sub)
+
+print("%d passed, %d failed" % (passed, failures))
+sys.exit(1 if failures else 0)
