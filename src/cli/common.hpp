@@ -14,7 +14,7 @@
 
 namespace memsnap::cli {
 
-/// Exit statuses (README, man page): 0 success, 1 a check failed, 2 usage or input
+/// Exit statuses (docs/usage.md, man page): 0 success, 1 a check failed, 2 usage or input
 /// error, 3 an internal error (a bug in memsnap: please report it).
 enum Exit : int { kOk = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3 };
 

@@ -3,7 +3,7 @@
 """normalize(original) is the dict `pickle.load` must return for `memsnap export ORIGINAL -o x.pickle`:
 the original in torch >= 2.1's dict form, restricted to the keys memsnap models, with the defaults
 memsnap's reader gives to absent keys. It is written from SNAPSHOT_FORMAT.md, not from memsnap's
-code, and documents what an export drops (README "memsnap export"):
+code, and documents what an export drops (docs/export.md):
 
 - frames keep filename, line, name (fx_* keys are dropped); inactive blocks have no frames;
 - a 1.13/2.0 block `history` becomes frames + requested_size (history[0], as _memory_viz reads it);

@@ -15,7 +15,7 @@
 // device index up to the highest (empty for devices without a trace), as torch writes it.
 // Segment totals are the file's own when it stated them, else summed from the blocks.
 //
-// What memsnap does not model, and so does not write back (see README "memsnap export"):
+// What memsnap does not model, and so does not write back (see docs/export.md):
 // frame keys other than filename/line/name (fx_*), trace keys other than the above
 // (compile_context, user_metadata, cpp_frames, pool_id, forward_frames, category),
 // block forward_frames, frames of inactive blocks (torch writes [] there anyway), the 1.13/2.0
