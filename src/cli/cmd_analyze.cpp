@@ -58,14 +58,15 @@ std::optional<uint64_t> size_option(const std::string& text, const char* name) {
   return v;
 }
 
-/// What a worker keeps of one file of many: the summary row, and the JSON document or the
-/// text report. The snapshot itself is gone when the worker is done.
+/// What a worker keeps of one file of many: the summary row, and its output (the JSON
+/// document, the JSON Lines line or the text report). The snapshot itself is gone when the
+/// worker is done, and the output once it is written.
 struct FileAnalysis {
   std::string warnings;
   std::optional<std::string> error;
-  report::FleetRow row;
-  report::FleetJson doc;  // --format json
-  std::string text;       // --format text
+  analysis::FleetRow row;
+  report::FleetFile file;  // --format json
+  std::string output;      // --format jsonl: the line; text: the report
 };
 
 FileAnalysis analyze_file(const std::string& path, const AnalyzeArgs& args, const analysis::AnalyzeOptions& options,
@@ -76,68 +77,85 @@ FileAnalysis analyze_file(const std::string& path, const AnalyzeArgs& args, cons
     analyze_one(path, args.common, options,
                 [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
                   fa.warnings = warnings;
-                  std::ostringstream json;
-                  report::write_analyze_json(json, src, result);
-                  // The row is read from the JSON document, exactly as `memsnap merge` reads it.
-                  report::FleetJson doc = report::FleetJson::parse(json.str());
-                  doc["file"] = shown;
-                  fa.row = report::fleet_row(doc, shown);
-                  if (args.common.format == Format::Json) {
-                    fa.doc = std::move(doc);
-                  } else {
-                    std::ostringstream text;
-                    report::write_analyze_text(text, src, result, style);
-                    fa.text = std::move(text).str();
+                  fa.row = analysis::fleet_row(result, shown);
+                  std::ostringstream out;
+                  switch (args.common.format) {
+                    case Format::Json: fa.file = report::fleet_file(src, result, shown); return;
+                    case Format::Jsonl: report::write_jsonl_file(out, src, result, shown); break;
+                    case Format::Text: report::write_analyze_text(out, src, result, style); break;
                   }
+                  fa.output = std::move(out).str();
                 });
   });
   return fa;
 }
 
 /// `memsnap analyze A B ...`: the fleet summary, then the worst file's report (or all with --all).
+/// JSON and JSON Lines are written file by file as each one's turn comes: memory holds the rows,
+/// the files being worked on and, for text, the worst file's report.
 void analyze_many(const AnalyzeArgs& args, analysis::AnalyzeOptions options) {
   options.threads = 1;  // the files are the parallel work: no device threads on top of -j workers
   if (std::count(args.files.begin(), args.files.end(), std::string("-")) > 1)
     throw Failure("- (stdin) can be given once", kBadInput);
+  const Format format = args.common.format;
   report::TextStyle style = text_style(args.common);
   std::vector<FileAnalysis> results(args.files.size());
   report::Fleet fleet;
-  std::vector<size_t> read;     // argument indices of the files analysed
+  std::vector<size_t> kept;     // argument indices of the reports kept for printing
   std::optional<size_t> worst;  // an OOM first, then the highest peak; the first such in argument order
+  analysis::FleetRow worst_row;
+  if (format == Format::Json) report::write_fleet_json_begin(std::cout);
+  if (format == Format::Jsonl) {
+    std::vector<std::string> inputs;
+    for (const auto& f : args.files) inputs.push_back(shown_path(f));
+    report::write_jsonl_header(std::cout, "analyze", inputs);
+  }
+  bool any_file = false;
   run_ordered(
       args.files.size(), effective_jobs(args.jobs),
       [&](size_t i) { results[i] = analyze_file(args.files[i], args, options, style); },
       [&](size_t i) {
-        FileAnalysis& fa = results[i];
+        FileAnalysis fa = std::move(results[i]);
+        results[i] = {};
         std::cerr << fa.warnings;
         if (fa.error) {
           std::cerr << "memsnap: " << terminal_safe(*fa.error) << '\n';
           fleet.errors.push_back({shown_path(args.files[i]), *fa.error});
+          if (format == Format::Jsonl) report::write_jsonl_error(std::cout, shown_path(args.files[i]), *fa.error);
           return;
         }
         fleet.rows.push_back(fa.row);
-        if (args.common.format == Format::Json) fleet.files.push_back(std::move(fa.doc));
-        fa.doc = nullptr;
-        read.push_back(i);
-        // Without --all only the worst file's report is printed: keep that one text alone.
-        if (!worst || std::pair(fa.row.oom_events > 0, fa.row.peak_or_allocated()) >
-                          std::pair(results[*worst].row.oom_events > 0, results[*worst].row.peak_or_allocated())) {
-          if (worst && !args.all) results[*worst].text = std::string();
-          worst = i;
-        } else if (!args.all) {
-          fa.text = std::string();
+        if (format == Format::Json) {
+          report::write_fleet_json_file(std::cout, fa.file, !any_file);
+          any_file = true;
+          return;
+        }
+        if (format == Format::Jsonl) {
+          std::cout << fa.output << std::flush;
+          return;
+        }
+        // Text: without --all only the worst file's report is printed; keep that one alone.
+        if (args.all) {
+          results[i].output = std::move(fa.output);
+          kept.push_back(i);
+        } else if (!worst || analysis::worse(fa.row, worst_row)) {
+          if (worst) results[*worst].output.clear();
+          worst = i, worst_row = fa.row;
+          results[i].output = std::move(fa.output);
         }
       });
-  report::finish_fleet(fleet, /*sort_files=*/false);  // files stay in argument order
-  if (args.common.format == Format::Json) {
-    report::write_fleet_json(std::cout, fleet);
+  report::finish_fleet(fleet, /*sort_files=*/false);
+  if (format == Format::Json) {
+    report::write_fleet_json_end(std::cout, fleet, any_file);
+  } else if (format == Format::Jsonl) {
+    report::write_jsonl_fleet(std::cout, fleet);
   } else {
     report::write_fleet_text(std::cout, fleet, style);
-    for (size_t i : read) {
-      if (!args.all && i != worst) continue;
+    if (worst) kept = {*worst};
+    for (size_t i : kept) {
       std::cout << '\n';
       if (!args.all) std::cout << "the worst file (an OOM first, then the highest peak); --all prints every file\n\n";
-      std::cout << results[i].text;
+      std::cout << results[i].output;
     }
   }
   std::cout.flush();
@@ -153,7 +171,7 @@ void add_analyze(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   CLI::App* cmd = app.add_subcommand("analyze", "Where the GPU memory went: totals, free memory, peak, leaks, OOMs");
   add_files_option(*cmd, args->files);
-  add_common_options(*cmd, args->common);
+  add_common_options(*cmd, args->common, true, true);
   add_jobs_option(*cmd, args->jobs);
   cmd->add_flag("--all", args->all,
                 "With several files: every file's full report after the fleet summary, not only the worst one's");
@@ -186,7 +204,7 @@ void add_analyze(CLI::App& app) {
     options.oom.assumed_request = size_option(args->oom_size, "--oom-size");
     options.oom.message = oom_message_option(args->oom_message);
     options.fits = parse_fits(args->fits);
-    if (args->files.size() > 1) return analyze_many(*args, options);
+    if (args->files.size() > 1 || args->common.format == Format::Jsonl) return analyze_many(*args, options);
 
     analyze_one(args->files[0], args->common, options,
                 [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {

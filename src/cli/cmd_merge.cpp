@@ -1,16 +1,14 @@
 // `memsnap merge A.json B.json ... | -`: the fleet summary of analyze JSON outputs (one file's,
 // many files', or earlier merges'), as text or as a JSON document merge itself reads back.
 #include <algorithm>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "common.hpp"
 #include "memsnap/report/fleet.hpp"
 #include "memsnap/util/terminal.hpp"
+#include "memsnap/util/units.hpp"
 #include "output.hpp"
 
 namespace memsnap::cli {
@@ -21,23 +19,6 @@ struct MergeArgs {
   std::vector<std::string> files;
   CommonOptions common;
 };
-
-std::string read_all(const std::string& path) {
-  std::string shown = terminal_safe(shown_path(path));
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Failure(shown + ": cannot open", kBadInput);
-  std::stringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw Failure(shown + ": cannot read", kBadInput);
-  return std::move(s).str();
-}
-
-/// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-std::string json_message(const std::string& what) {
-  size_t close = what.find("] ");
-  return what.rfind("[json.exception", 0) == 0 && close != std::string::npos ? what.substr(close + 2) : what;
-}
 
 }  // namespace
 
@@ -52,6 +33,7 @@ void add_merge(CLI::App& app) {
                                           CLI::ignore_case))
       ->option_text("text|json");
   cmd->add_flag("--no-color", args->common.no_color, "Never colour the text output (NO_COLOR is honoured too)");
+  add_max_memory_option(*cmd, args->common.max_memory);
   cmd->footer(
       "Rows are sorted by file name and every figure of the fleet object is computed\n"
       "from them, so merging is associative and does not depend on the input order.");
@@ -59,17 +41,17 @@ void add_merge(CLI::App& app) {
     if (std::count(args->files.begin(), args->files.end(), std::string("-")) > 1)
       throw Failure("- (stdin) can be given once", kBadInput);
     io::OutputFile output = open_output("-", args->files);  // never `merge X >> X`
+    auto limit = parse_size(args->common.max_memory);
+    if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + args->common.max_memory + "'", kBadInput);
     report::Fleet fleet;
+    report::FleetReadOptions read;
+    read.keep_files = args->common.format == Format::Json;
+    read.max_bytes = *limit;
     for (const auto& path : args->files) {
       std::string shown = terminal_safe(shown_path(path));
-      report::FleetJson doc;
+      read.shard = shown_path(path);
       try {
-        doc = report::FleetJson::parse(read_all(path));
-      } catch (const nlohmann::json::exception& e) {
-        throw Failure(shown + ": not JSON: " + terminal_safe(json_message(e.what())), kBadInput);
-      }
-      try {
-        report::add_fleet_document(fleet, std::move(doc));
+        report::add_fleet_input(fleet, read_json_input(path, *limit), read);
       } catch (const report::FleetFormatError& e) {
         throw Failure(shown + ": " + terminal_safe(e.what()), kBadInput);
       }
@@ -79,6 +61,12 @@ void add_merge(CLI::App& app) {
       report::write_fleet_json(std::cout, fleet);
     else
       report::write_fleet_text(std::cout, fleet, text_style(args->common));
+    std::cout.flush();
+    if (report::fleet_incomplete(fleet))
+      throw Failure("the fleet is incomplete: " + std::to_string(fleet.errors.size()) + " unreadable, " +
+                        std::to_string(fleet.missing.size()) + " missing, " +
+                        std::to_string(analysis::doubled_files(fleet.rows).size()) + " counted twice",
+                    kBadInput);
   });
 }
 

@@ -7,11 +7,8 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "memsnap/report/fleet.hpp"
-#include "memsnap/report/json.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/util/terminal.hpp"
-#include "memsnap/util/version.hpp"
 #include "output.hpp"
 #include "parallel.hpp"
 
@@ -47,6 +44,10 @@ FileSegments segments_of(const std::string& path, const SegmentsArgs& args, cons
     analyze_one(path, args.common, options,
                 [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
                   fs.warnings = warnings;
+                  if (args.common.format == Format::Json && args.files.size() > 1) {
+                    fs.output = report::segments_json_document(src, result, size_t(args.top), shown_path(path));
+                    return;
+                  }
                   std::ostringstream out;
                   write_segments(out, args, src, result, style);
                   fs.output = std::move(out).str();
@@ -87,7 +88,7 @@ void add_segments(CLI::App& app) {
     // Several files: text reports one after another; JSON as {"files": [document + "file"]}.
     bool json = args->common.format == Format::Json;
     options.threads = 1;  // the files are the parallel work
-    report::FleetJson docs = report::FleetJson::array();
+    std::vector<std::string> docs;
     std::vector<FileSegments> results(args->files.size());
     size_t errors = 0, printed = 0;
     run_ordered(
@@ -100,22 +101,14 @@ void add_segments(CLI::App& app) {
             std::cerr << "memsnap: " << terminal_safe(*fs.error) << '\n';
             ++errors;
           } else if (json) {
-            report::FleetJson doc = report::FleetJson::parse(fs.output);
-            doc["file"] = shown_path(args->files[i]);
-            docs.push_back(std::move(doc));
+            docs.push_back(std::move(fs.output));
           } else {
             if (printed++) std::cout << '\n';
             std::cout << fs.output << std::flush;
           }
           fs = {};
         });
-    if (json) {
-      report::FleetJson doc;
-      doc["schema_version"] = kSchemaVersion;
-      doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
-      doc["files"] = std::move(docs);
-      report::write_json_document(std::cout, doc);
-    }
+    if (json) report::write_files_json(std::cout, docs);
     std::cout.flush();
     if (errors)
       throw Failure(std::to_string(errors) + " of " + std::to_string(args->files.size()) + " files could not be read",

@@ -4,7 +4,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "memsnap/util/error.hpp"
@@ -14,11 +17,18 @@
 
 namespace memsnap::cli {
 
-void add_common_options(CLI::App& cmd, CommonOptions& o, bool format) {
-  if (format)
+void add_common_options(CLI::App& cmd, CommonOptions& o, bool format, bool jsonl) {
+  std::map<std::string, Format> formats{{"text", Format::Text}, {"json", Format::Json}};
+  if (jsonl) formats["jsonl"] = Format::Jsonl;
+  if (format && jsonl)
+    cmd.add_option("--format", o.format,
+                   "Output format: text (default), json, or jsonl (JSON Lines: a header line naming the inputs, "
+                   "one line per file as each is done, in input order, then the summary)")
+        ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
+        ->option_text("text|json|jsonl");
+  else if (format)
     cmd.add_option("--format", o.format, "Output format: text (default) or json")
-        ->transform(CLI::CheckedTransformer(
-            std::map<std::string, Format>{{"text", Format::Text}, {"json", Format::Json}}, CLI::ignore_case))
+        ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
         ->option_text("text|json");
   cmd.add_flag("--no-color", o.no_color, "Never colour the text output (NO_COLOR is honoured too)");
   add_max_memory_option(cmd, o.max_memory);
@@ -140,6 +150,43 @@ void add_files_option(CLI::App& cmd, std::vector<std::string>& files) {
                  "Snapshots (.pickle, .pkl, .json; gzip/zstd detected; - for stdin, once); several are read in "
                  "parallel (-j)")
       ->required();
+}
+
+std::string read_json_input(const std::string& path, uint64_t limit) {
+  std::string shown = terminal_safe(shown_path(path));
+  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) throw Failure(shown + ": cannot open: " + std::strerror(errno), kBadInput);
+  std::string text;
+  bool sniffed = false;
+  char buf[1 << 16];
+  for (;;) {
+    size_t n = std::fread(buf, 1, sizeof buf, f);
+    if (!sniffed) {
+      for (size_t i = 0; i < n && !sniffed; ++i) {
+        unsigned char c = static_cast<unsigned char>(buf[i]);
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+        sniffed = true;
+        if (c != '{' && c != '[') {
+          if (f != stdin) std::fclose(f);
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "0x%02x", c);
+          throw Failure(shown + ": offset " + std::to_string(text.size() + i) + ": not JSON: starts with byte " + hex +
+                            ", not '{' or '['",
+                        kBadInput);
+        }
+      }
+    }
+    if (text.size() + n > limit) {
+      if (f != stdin) std::fclose(f);
+      throw Failure(shown + ": larger than " + human_bytes(limit) + " (--max-memory)", kBadInput);
+    }
+    text.append(buf, n);
+    if (n < sizeof buf) break;
+  }
+  bool failed = std::ferror(f);
+  if (f != stdin) std::fclose(f);
+  if (failed) throw Failure(shown + ": cannot read", kBadInput);
+  return text;
 }
 
 }  // namespace memsnap::cli

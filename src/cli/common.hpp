@@ -28,7 +28,7 @@ class Failure : public std::runtime_error {
   int code_;
 };
 
-enum class Format { Text, Json };
+enum class Format { Text, Json, Jsonl };
 
 /// --max-memory's default, for every command that loads a snapshot.
 inline constexpr const char* kDefaultMaxMemory = "4GiB";
@@ -50,10 +50,19 @@ void add_state_options(CLI::App& cmd, StateOptions& options);
 /// Copies --device / --at / --at-time into the analysis options.
 void apply(const StateOptions& state, analysis::AnalyzeOptions& options);
 
+/// Reads a JSON input (a file, or "-" for stdin) of at most `limit` bytes, in chunks. Refused
+/// with one line (exit 2) when it cannot be opened, when its first non-blank byte cannot start
+/// a JSON document (so /dev/zero and binary files are refused at their first byte), or when it
+/// holds more than `limit` bytes (at `limit` + 1 bytes read, never more).
+std::string read_json_input(const std::string& path, uint64_t limit);
+/// The largest --config file read (a config of every option is a few hundred bytes).
+inline constexpr uint64_t kConfigMaxBytes = uint64_t{64} << 20;
+
 /// The FILE positional every single-snapshot command takes.
 void add_file_option(CLI::App& cmd, std::string& file);
-/// Adds --format text|json (unless the command has its own), --no-color, --max-memory and --quiet.
-void add_common_options(CLI::App& cmd, CommonOptions& options, bool format = true);
+/// Adds --format text|json (unless the command has its own; `jsonl` adds JSON Lines), --no-color,
+/// --max-memory and --quiet.
+void add_common_options(CLI::App& cmd, CommonOptions& options, bool format = true, bool jsonl = false);
 /// Adds -q/--quiet alone.
 void add_quiet_option(CLI::App& cmd, bool& quiet);
 /// --max-memory SIZE: one bound on what a load holds (see load()).

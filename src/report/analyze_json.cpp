@@ -211,8 +211,7 @@ void add_oom_json(Json& d, const analysis::DeviceAnalysis& a) {
 
 }  // namespace detail
 
-void write_analyze_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result) {
-  using detail::Json;
+detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResult& result) {
   const auto& snap = src.context.snap;
   Json doc;
   doc["schema_version"] = kSchemaVersion;
@@ -270,7 +269,11 @@ void write_analyze_json(std::ostream& out, const Source& src, const analysis::An
   for (const auto& w : snap.warnings) warnings.push_back(w);
   for (const auto& w : result.warnings) warnings.push_back(w);
   doc["warnings"] = std::move(warnings);
-  detail::write_json(out, doc);
+  return doc;
+}
+
+void write_analyze_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result) {
+  detail::write_json(out, detail::analyze_json(src, result));
 }
 
 }  // namespace memsnap::report

@@ -6,43 +6,70 @@
 #include "json_util.hpp"
 #include "memsnap/report/escape.hpp"
 #include "memsnap/util/terminal.hpp"
+#include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "text_util.hpp"
+#include "words.hpp"
 
 namespace memsnap::report {
 
-const char* to_string(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::Pass: return "PASS";
-    case CheckStatus::Fail: return "FAIL";
-    case CheckStatus::Error: return "ERROR";
-    case CheckStatus::Skip: return "SKIP";
+using analysis::check_totals;
+using analysis::CheckLine;
+using analysis::CheckStatus;
+using analysis::CheckTotals;
+
+std::string check_figure_text(const CheckLine& l) {
+  if (l.status == CheckStatus::Skip) return "";
+  if (l.ratio) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", l.figure_ratio);
+    return buf;
   }
-  return "?";
+  if (l.check == analysis::CheckKind::NoLeaks || l.check == analysis::CheckKind::NoOom)
+    return std::to_string(l.figure.value_or(0));
+  return human_bytes(l.figure.value_or(0));
 }
 
-CheckTotals check_totals(const std::vector<CheckLine>& lines) {
-  CheckTotals t;
-  for (const auto& l : lines) {
-    if (l.status == CheckStatus::Error) {
-      ++t.errors;
-      continue;
-    }
-    ++t.checks;
-    if (l.status == CheckStatus::Pass)
-      ++t.passed;
-    else if (l.status == CheckStatus::Skip)
-      ++t.skipped;
-    else
-      ++t.failed;
+std::string check_limit_text(const CheckLine& l) {
+  if (l.ratio) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", l.limit_ratio);
+    return buf;
   }
-  return t;
+  if (l.check == analysis::CheckKind::NoLeaks || l.check == analysis::CheckKind::NoOom) return std::to_string(l.limit);
+  return human_bytes(l.limit);
+}
+
+std::string check_skip_reason(const CheckLine& l) {
+  using analysis::SkipReason;
+  auto dropped = [&] {
+    snapshot::AllocatorSettings s;
+    s.trace_alloc_max_entries = l.trace_alloc_max_entries;
+    return detail::dropped_events_words(l.trace, s);
+  };
+  switch (l.skip) {
+    case SkipReason::None: return "";
+    case SkipReason::PeakWithinDroppedTrace:
+      return "not judged: the trace's peak, " + human_bytes(l.skipped_figure) + ", is within the limit, but " +
+             dropped() + ": a higher peak among them would not show";
+    case SkipReason::TooFewIterations: {
+      const analysis::Iterations& it = l.iterations.value_or(analysis::Iterations{});
+      return "not judged: leaks are judged over " + std::to_string(analysis::kLeakMinIterations) +
+             " iterations or more, and " +
+             (it.count ? std::to_string(it.count) + " were found"
+                       : "none were found: " + detail::iteration_evidence(it));
+    }
+    case SkipReason::NoTrace: return "not judged: the device has no trace, and OOM events are recorded only there";
+    case SkipReason::OomsDropped: return "not judged: " + dropped() + ": an OOM among them would not show";
+  }
+  return "";
 }
 
 namespace {
 
 /// "max-reserved" -> "reserved", "no-leaks" -> "leaks".
-std::string short_name(const std::string& check) {
+std::string short_name(analysis::CheckKind kind) {
+  std::string check = analysis::to_string(kind);
   if (check.rfind("max-", 0) == 0) return check.substr(4);
   if (check.rfind("no-", 0) == 0) return check.substr(3);
   return check;
@@ -70,9 +97,10 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
     bool skip = l.status == CheckStatus::Skip;
     const char* op = skip ? "  " : l.status == CheckStatus::Pass ? "<=" : "> ";
     out << pad_right(to_string(l.status), kStatus) << ' ' << pad_right(short_name(l.check), kCheck) << ' '
-        << pad_left(skip ? "-" : l.figure_text, kNum) << ' ' << op << ' ' << pad_right(skip ? "" : l.limit_text, kNum)
-        << ' ' << pad_right(device_text(l.device), kDev) << ' ' << detail::display_path(l.file, name_w) << '\n';
-    if (skip) out << detail::wrap_block(detail::term(l.message, 1000), width, 6);
+        << pad_left(skip ? "-" : check_figure_text(l), kNum) << ' ' << op << ' '
+        << pad_right(skip ? "" : check_limit_text(l), kNum) << ' ' << pad_right(device_text(l.device), kDev) << ' '
+        << detail::display_path(l.file, name_w) << '\n';
+    if (skip) out << detail::wrap_block(detail::term(check_skip_reason(l), 1000), width, 6);
   }
   CheckTotals t = check_totals(lines);
   out << t.checks << (t.checks == 1 ? " check: " : " checks: ") << t.passed << " passed, " << t.failed << " failed";
@@ -81,14 +109,74 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
   out << '\n';
 }
 
-void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, const nlohmann::ordered_json& limits) {
+namespace {
+
+detail::Json result_json(const CheckLine& l) {
   using detail::Json;
+  bool skip = l.status == CheckStatus::Skip;
+  Json r = {{"file", l.file},
+            {"device", detail::opt(l.device)},
+            {"check", analysis::to_string(l.check)},
+            {"status", l.status == CheckStatus::Pass   ? "pass"
+                       : l.status == CheckStatus::Skip ? "skip"
+                                                       : "fail"},
+            {"figure", l.ratio ? (skip ? Json(nullptr) : Json(l.figure_ratio)) : detail::opt(l.figure)},
+            {"limit", l.ratio ? Json(l.limit_ratio) : Json(l.limit)},
+            {"figure_text", check_figure_text(l)},
+            {"limit_text", check_limit_text(l)},
+            {"field", l.field}};
+  if (skip) r["reason"] = check_skip_reason(l);
+  return r;
+}
+
+const char* status_word(const analysis::CheckTotals& t) {
+  return t.errors ? "error" : t.failed ? "fail" : "pass";
+}
+
+}  // namespace
+
+void write_check_jsonl_file(std::ostream& out, const std::vector<CheckLine>& lines) {
+  using detail::Json;
+  Json results = Json::array();
+  Json j;
+  j["file"] = lines.empty() ? std::string() : lines.front().file;
+  for (const auto& l : lines) {
+    if (l.status == CheckStatus::Error) {
+      j["error"] = l.message;
+      continue;
+    }
+    results.push_back(result_json(l));
+  }
+  j["status"] = status_word(check_totals(lines));
+  j["results"] = std::move(results);
+  out << detail::dump(j, -1) << '\n';
+}
+
+void write_check_jsonl_summary(std::ostream& out, const analysis::CheckTotals& t) {
+  detail::Json j = {{"summary",
+                     {{"checks", t.checks},
+                      {"passed", t.passed},
+                      {"failed", t.failed},
+                      {"errors", t.errors},
+                      {"skipped", t.skipped}}},
+                    {"status", status_word(t)}};
+  out << detail::dump(j, -1) << '\n';
+}
+
+void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, const analysis::Limits& limits) {
+  using detail::Json;
+  Json limits_json = Json::object();
+  for (analysis::CheckKind k : analysis::kSizeChecks)
+    if (limits.size(k)) limits_json[analysis::to_string(k)] = *limits.size(k);
+  if (limits.max_fragmentation) limits_json["max-fragmentation"] = *limits.max_fragmentation;
+  if (limits.no_leaks) limits_json["no-leaks"] = true;
+  if (limits.no_oom) limits_json["no-oom"] = true;
   CheckTotals t = check_totals(lines);
   Json doc;
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
-  doc["status"] = t.errors ? "error" : t.failed ? "fail" : "pass";
-  doc["limits"] = limits;
+  doc["status"] = status_word(t);
+  doc["limits"] = std::move(limits_json);
   doc["summary"] = {
       {"checks", t.checks}, {"passed", t.passed}, {"failed", t.failed}, {"errors", t.errors}, {"skipped", t.skipped}};
   Json results = Json::array(), errors = Json::array();
@@ -97,19 +185,7 @@ void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, co
       errors.push_back({{"file", l.file}, {"message", l.message}});
       continue;
     }
-    Json r = {{"file", l.file},
-              {"device", detail::opt(l.device)},
-              {"check", l.check},
-              {"status", l.status == CheckStatus::Pass   ? "pass"
-                         : l.status == CheckStatus::Skip ? "skip"
-                                                         : "fail"},
-              {"figure", l.figure},
-              {"limit", l.limit},
-              {"figure_text", l.figure_text},
-              {"limit_text", l.limit_text},
-              {"field", l.what}};
-    if (l.status == CheckStatus::Skip) r["reason"] = l.message;
-    results.push_back(std::move(r));
+    results.push_back(result_json(l));
   }
   doc["results"] = std::move(results);
   doc["errors"] = std::move(errors);
@@ -154,20 +230,21 @@ void write_check_junit(std::ostream& out, const std::vector<CheckLine>& lines) {
             << "\" type=\"input\"/>\n    </testcase>\n";
         continue;
       }
-      std::string name = l->check + (l->device ? " (device " + std::to_string(*l->device) + ")" : "");
+      std::string check = analysis::to_string(l->check);
+      std::string name = check + (l->device ? " (device " + std::to_string(*l->device) + ")" : "");
       out << "    <testcase name=\"" << xml_text(name) << "\" classname=\"" << f << "\"";
       if (l->status == CheckStatus::Pass) {
         out << "/>\n";
         continue;
       }
       if (l->status == CheckStatus::Skip) {
-        out << ">\n      <skipped message=\"" << xml_text(l->message) << "\"/>\n    </testcase>\n";
+        out << ">\n      <skipped message=\"" << xml_text(check_skip_reason(*l)) << "\"/>\n    </testcase>\n";
         continue;
       }
-      std::string msg = l->check + ": " + l->figure_text + " > limit " + l->limit_text +
+      std::string msg = check + ": " + check_figure_text(*l) + " > limit " + check_limit_text(*l) +
                         (l->device ? " on device " + std::to_string(*l->device) : "");
-      out << ">\n      <failure message=\"" << xml_text(msg) << "\" type=\"" << xml_text(l->check) << "\">"
-          << xml_text(msg + " (" + l->what + ")") << "</failure>\n    </testcase>\n";
+      out << ">\n      <failure message=\"" << xml_text(msg) << "\" type=\"" << xml_text(check) << "\">"
+          << xml_text(msg + " (" + l->field + ")") << "</failure>\n    </testcase>\n";
     }
     out << "  </testsuite>\n";
   }

@@ -61,13 +61,15 @@ Json sanitized(const Json& doc) {
 
 }  // namespace
 
-void write_json(std::ostream& out, const Json& doc) {
+std::string dump(const Json& doc, int indent) {
   // The one validator decides what is text (util/utf8.hpp); nlohmann's own check then finds
   // nothing to replace.
-  if (all_valid(doc))
-    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  else
-    out << sanitized(doc).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  if (all_valid(doc)) return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  return sanitized(doc).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void write_json(std::ostream& out, const Json& doc) {
+  out << dump(doc) << '\n';
 }
 
 }  // namespace memsnap::report::detail

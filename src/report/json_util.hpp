@@ -4,7 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
+#include <string>
 
+#include "memsnap/analysis/analyze.hpp"
+#include "memsnap/report/analyze.hpp"
 #include "memsnap/snapshot/input.hpp"
 #include "memsnap/snapshot/model.hpp"
 
@@ -19,7 +22,12 @@ Json opt(const std::optional<T>& v) {
 
 /// The `input` object: path, bytes, compression, pickle_protocol, form, ...
 Json input_json(const snapshot::InputInfo& in, const snapshot::Snapshot& s);
-/// Compact one-line output; invalid UTF-8 from the input is replaced, never fatal.
+/// The whole `analyze --format json` document.
+Json analyze_json(const Source& src, const analysis::AnalyzeResult& result);
+/// `doc` as JSON text: indented by 2 (write_json's layout) or, with indent -1, on one line;
+/// invalid UTF-8 from the input is replaced, never fatal.
+std::string dump(const Json& doc, int indent = 2);
+/// `doc` indented by 2 and a newline; invalid UTF-8 from the input is replaced, never fatal.
 void write_json(std::ostream& out, const Json& doc);
 
 }  // namespace memsnap::report::detail

@@ -7,7 +7,9 @@
 
 namespace memsnap::report {
 
-void write_segments_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result, size_t top) {
+namespace {
+
+detail::Json segments_doc(const Source& src, const analysis::AnalyzeResult& result, size_t top) {
   using detail::Json;
   Json doc;
   doc["schema_version"] = kSchemaVersion;
@@ -63,7 +65,38 @@ void write_segments_json(std::ostream& out, const Source& src, const analysis::A
   for (const auto& w : src.context.snap.warnings) warnings.push_back(w);
   for (const auto& w : result.warnings) warnings.push_back(w);
   doc["warnings"] = std::move(warnings);
-  detail::write_json(out, doc);
+  return doc;
+}
+
+}  // namespace
+
+void write_segments_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result, size_t top) {
+  detail::write_json(out, segments_doc(src, result, top));
+}
+
+std::string segments_json_document(const Source& src, const analysis::AnalyzeResult& result, size_t top,
+                                   const std::string& file) {
+  detail::Json doc = segments_doc(src, result, top);
+  doc["file"] = file;
+  return detail::dump(doc);
+}
+
+void write_files_json(std::ostream& out, const std::vector<std::string>& documents) {
+  detail::Json doc;
+  doc["schema_version"] = kSchemaVersion;
+  doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
+  doc["files"] = detail::Json::array();
+  std::string head = detail::dump(doc);  // ..."files": []\n}
+  head.erase(head.rfind(']'));
+  out << head;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    out << (i ? ",\n    " : "\n    ");
+    for (char c : documents[i]) {
+      out << c;
+      if (c == '\n') out << "    ";
+    }
+  }
+  out << (documents.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
 
 }  // namespace memsnap::report

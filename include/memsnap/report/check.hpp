@@ -1,49 +1,52 @@
-// `memsnap check`: the verdicts of limits on snapshots, as text lines, one JSON document
-// or JUnit XML. The figures are computed by the command; this only prints them.
+// `memsnap check`: the verdicts of analysis::evaluate_limits as text lines, one JSON
+// document or JUnit XML. The rules are analysis/check.hpp's; this words and prints them.
 #pragma once
 
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "memsnap/analysis/check.hpp"
 #include "memsnap/report/analyze.hpp"
 
 namespace memsnap::report {
 
-/// Skip: the file cannot answer the check (no leaks can be judged without five
-/// iterations, no OOM seen without a trace). It is shown, counted and reported to JUnit
-/// as skipped, and fails nothing: a gate that could not look never says PASS.
-enum class CheckStatus { Pass, Fail, Error, Skip };
-const char* to_string(CheckStatus s);  // "PASS", "FAIL", "ERROR", "SKIP"
-
-/// One check of one file and device (or a file that could not be read: status Error,
-/// `check` empty, `message` the one-line error; or a check the file cannot answer:
-/// status Skip, `message` why).
-struct CheckLine {
-  std::string file;
-  std::optional<int> device;
-  std::string check;  // the option without dashes: "max-reserved", "no-leaks", ...
-  CheckStatus status = CheckStatus::Pass;
-  nlohmann::ordered_json figure;  // bytes, a ratio or a count, as in the analyze JSON
-  nlohmann::ordered_json limit;
-  std::string figure_text;  // "86.00 MiB", "0.412", "3"
-  std::string limit_text;
-  std::string what;     // the analyze JSON field the figure is, or a note
-  std::string message;  // Error: why the file could not be read; Skip: why the check cannot be judged
-};
-
-struct CheckTotals {
-  size_t checks = 0, passed = 0, failed = 0, errors = 0, skipped = 0;  // checks counts skipped ones
-};
-CheckTotals check_totals(const std::vector<CheckLine>& lines);
+/// The figure and the limit as printed: "86.00 MiB", "0.412", "3"; "" for a skipped figure.
+std::string check_figure_text(const analysis::CheckLine& l);
+std::string check_limit_text(const analysis::CheckLine& l);
+/// Why a skipped check could not be judged, in words ("" for other lines).
+std::string check_skip_reason(const analysis::CheckLine& l);
 
 /// One line per check, within style.width columns: "FAIL  peak  42.64 MiB > 40.00 MiB  dev 0  FILE".
-void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, const TextStyle& style);
+void write_check_text(std::ostream& out, const std::vector<analysis::CheckLine>& lines, const TextStyle& style);
 /// {schema_version, tool, status, limits, summary, results}.
-void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, const nlohmann::ordered_json& limits);
+void write_check_json(std::ostream& out, const std::vector<analysis::CheckLine>& lines, const analysis::Limits& limits);
+/// JSON Lines: one line per file ({file, status, results} or {file, error, ...}), then
+/// write_check_jsonl_summary's line ({summary, status}).
+void write_check_jsonl_file(std::ostream& out, const std::vector<analysis::CheckLine>& lines);
+void write_check_jsonl_summary(std::ostream& out, const analysis::CheckTotals& totals);
 /// JUnit XML: one testsuite per file, one testcase per check and device.
-void write_check_junit(std::ostream& out, const std::vector<CheckLine>& lines);
+void write_check_junit(std::ostream& out, const std::vector<analysis::CheckLine>& lines);
+
+}  // namespace memsnap::report
+
+namespace memsnap::report {
+
+/// A --config document that is not valid: what was wrong, without the file name.
+class CheckConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Reads `check --config`'s JSON object (keys: the options without dashes) into `limits`,
+/// key by key in the document's order (a key given twice: the last one). Linear in the
+/// text; nesting is refused past kMaxJsonDepth levels. Throws CheckConfigError.
+void read_check_config(std::string_view text, analysis::Limits& limits);
+
+/// The deepest nesting of arrays and objects a JSON reader of memsnap accepts (merge,
+/// check --config): deeper input is refused with one line, never recursed into.
+inline constexpr size_t kMaxJsonDepth = 512;
 
 }  // namespace memsnap::report

@@ -1,63 +1,42 @@
-// Many snapshots at once: the fleet summary of `memsnap analyze A B ...` and `memsnap merge`.
+// Many snapshots at once: the fleet summary of `memsnap analyze A B ...` and `memsnap merge`,
+// as text and JSON, and merge's reader of analyze JSON.
 //
-// A fleet is a list of per-file analyze JSON documents and one summary row per file.
-// Everything in the `fleet` object (totals, histograms, median, outliers) is computed
-// from the rows alone, and the rows are kept sorted by file name, so combining fleets
-// is a union of rows: associative and independent of the order of the inputs.
+// The rules (rows, median, outliers, worst file) are analysis/fleet.hpp's. A file's row
+// comes from its analysis in `analyze`, and from its analyze JSON in `merge` (the reader
+// below, tested to give the same row on every fixture).
 //
-// A row is read from a file's analyze JSON (write_analyze_json's document), never from
-// the analysis itself, so `analyze A B` and `merge` of `analyze A` and `analyze B` agree:
-//   reserved, allocated   Σ over the file's devices of totals.{reserved,allocated}_bytes
-//   peak                  the highest devices[].peak.allocated_bytes (null without a trace)
-//   oom_events, leaks     Σ devices[].oom_events, Σ size of devices[].leaks
-// Outlier: a file whose peak (allocated at the dump when it has no peak) is above
-// 1.5 times the median of all files' peaks.
+// The reader takes one analyze document, a fleet document (analyze of many files, merge
+// --format json) or JSON Lines (analyze/check --format jsonl: one document per line). It
+// never builds the whole document: it keeps the few figures a row needs and, when asked,
+// each file's document as text, in one linear pass without recursion; nesting deeper than
+// kMaxJsonDepth is refused.
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "memsnap/analysis/fleet.hpp"
 #include "memsnap/report/analyze.hpp"
 
 namespace memsnap::report {
 
-using FleetJson = nlohmann::ordered_json;
-
-struct FleetRow {
-  std::string file;
-  uint64_t devices = 0;
-  uint64_t reserved_bytes = 0;
-  uint64_t allocated_bytes = 0;
-  std::optional<uint64_t> peak_allocated_bytes;
-  uint64_t oom_events = 0;
-  uint64_t leaks = 0;
-  /// Whether "no leak" is a finding: every device with a trace had the iterations leaks
-  /// are judged over (analysis::kLeakMinIterations), or a leak was found.
-  bool leaks_judged = true;
-  /// Whether "no OOM" is a finding: an OOM was seen, or the file has a trace and none
-  /// of its traces shows that its ring buffer dropped older events.
-  bool oom_judged = true;
-  bool outlier = false;  // set by finish_fleet
-
-  /// The figure outliers are judged by: the peak, else allocated at the dump.
-  uint64_t peak_or_allocated() const { return peak_allocated_bytes.value_or(allocated_bytes); }
-};
-
-/// A file that could not be analysed, with the one-line message.
-struct FleetError {
-  std::string file;
-  std::string message;
+/// One file's analyze JSON document as text: write_analyze_json's layout with a "file" key.
+struct FleetFile {
+  std::string name;
+  std::string json;  // no trailing newline
 };
 
 struct Fleet {
-  std::vector<FleetJson> files;  // per-file analyze documents, each with a "file" key
-  std::vector<FleetRow> rows;
-  std::vector<FleetError> errors;
+  std::vector<FleetFile> files;  // empty when the files are not kept (text output)
+  std::vector<analysis::FleetRow> rows;
+  std::vector<analysis::FleetError> errors;
+  /// Files a JSON Lines shard names in its header but holds no line for (a rank killed
+  /// mid-run), each with the shard it was missing from.
+  std::vector<analysis::FleetError> missing;
 };
 
 /// A malformed document given to merge: what was wrong, without the file name.
@@ -66,24 +45,42 @@ class FleetFormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The outlier rule, as the text footnote and the JSON state it.
-inline constexpr double kOutlierFactor = 1.5;
+/// The analyze document of one file, as Fleet::files holds it.
+FleetFile fleet_file(const Source& src, const analysis::AnalyzeResult& result, const std::string& file);
 
-/// The row of one file's analyze JSON document. Throws FleetFormatError.
-FleetRow fleet_row(const FleetJson& analyze_doc, const std::string& file);
-/// Adds a document: a single-file analyze JSON (`file` names it when it has no "file"
-/// key) or a fleet document (files + fleet, as write_fleet_json writes). Throws FleetFormatError.
-void add_fleet_document(Fleet& fleet, FleetJson doc);
-/// Sorts the rows, files and errors by file name (ties by content) and marks the outliers.
-/// `sort_files` false keeps the files in the order they were added (argument order).
+struct FleetReadOptions {
+  bool keep_files = true;           // keep each file's document (for --format json)
+  uint64_t max_bytes = UINT64_MAX;  // a bound on the kept documents' text, summed over inputs
+  std::string shard;                // the input's name, for Fleet::missing
+};
+/// Adds one merge input (see above). Throws FleetFormatError; a JSON Lines input whose last
+/// line is cut short adds what it holds and records the files its header names as missing.
+void add_fleet_input(Fleet& fleet, std::string_view text, const FleetReadOptions& options);
+/// The row merge reads from one analyze JSON document. Throws FleetFormatError.
+analysis::FleetRow fleet_row_from_json(std::string_view analyze_json, const std::string& file);
+
+/// Sorts rows, errors and missing files by file name, marks the outliers; `sort_files`
+/// sorts the files too (false keeps the order they were added in: argument order).
 void finish_fleet(Fleet& fleet, bool sort_files = true);
-/// The `fleet` object: counts, totals, median, outlier rule, histograms, rows, errors.
-FleetJson fleet_summary_json(const Fleet& fleet);
-/// {schema_version, tool, files, fleet}: a document add_fleet_document reads back.
+/// {schema_version, tool, files, fleet}: a document add_fleet_input reads back.
 void write_fleet_json(std::ostream& out, const Fleet& fleet);
-/// The summary table, worst first (OOM, then peak), outliers marked, within style.width columns.
+/// The start of that document, then each file as it comes, then the end: the same bytes
+/// as write_fleet_json with the files in the order written, holding one file at a time.
+void write_fleet_json_begin(std::ostream& out);
+void write_fleet_json_file(std::ostream& out, const FleetFile& file, bool first);
+void write_fleet_json_end(std::ostream& out, const Fleet& fleet, bool any_file);
+/// The summary table, worst first (OOM, then peak), outliers marked, within style.width columns;
+/// then the files that could not be read, and those missing or counted twice.
 void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& style);
-/// The index into fleet.rows of the worst file: one with an OOM first, then the highest peak.
-std::optional<size_t> worst_row(const Fleet& fleet);
+/// Whether the fleet is incomplete: an unreadable file, a missing or a doubled one (exit 2).
+bool fleet_incomplete(const Fleet& fleet);
+
+/// JSON Lines (analyze --format jsonl): the header line naming the inputs, one line per
+/// file's document or error, and the trailer with the fleet summary.
+void write_jsonl_header(std::ostream& out, const char* command, const std::vector<std::string>& inputs);
+void write_jsonl_file(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result,
+                      const std::string& file);
+void write_jsonl_error(std::ostream& out, const std::string& file, const std::string& message);
+void write_jsonl_fleet(std::ostream& out, const Fleet& fleet);
 
 }  // namespace memsnap::report

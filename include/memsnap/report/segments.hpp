@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "memsnap/report/analyze.hpp"
 
@@ -16,5 +18,10 @@ void write_segments_text(std::ostream& out, const Source& src, const analysis::A
                          const TextStyle& style);
 /// One JSON document (schema_version 1): the shown segments with their blocks.
 void write_segments_json(std::ostream& out, const Source& src, const analysis::AnalyzeResult& result, size_t top);
+/// One file's segments document with a last "file" key, as write_files_json takes it.
+std::string segments_json_document(const Source& src, const analysis::AnalyzeResult& result, size_t top,
+                                   const std::string& file);
+/// {schema_version, tool, files: [documents]}: several files' documents in one.
+void write_files_json(std::ostream& out, const std::vector<std::string>& documents);
 
 }  // namespace memsnap::report

@@ -1,0 +1,175 @@
+// `memsnap check`'s rules: which limits pass, fail or cannot be judged on each device.
+#include "memsnap/analysis/check.hpp"
+
+#include <algorithm>
+
+#include "memsnap/analysis/leaks.hpp"
+
+namespace memsnap::analysis {
+
+const char* to_string(CheckKind k) {
+  switch (k) {
+    case CheckKind::MaxReserved: return "max-reserved";
+    case CheckKind::MaxAllocated: return "max-allocated";
+    case CheckKind::MaxPeak: return "max-peak";
+    case CheckKind::MaxFragmentation: return "max-fragmentation";
+    case CheckKind::MaxStranded: return "max-stranded";
+    case CheckKind::NoLeaks: return "no-leaks";
+    case CheckKind::NoOom: return "no-oom";
+  }
+  return "?";
+}
+
+const char* to_string(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::Pass: return "PASS";
+    case CheckStatus::Fail: return "FAIL";
+    case CheckStatus::Error: return "ERROR";
+    case CheckStatus::Skip: return "SKIP";
+  }
+  return "?";
+}
+
+bool Limits::any() const {
+  return max_reserved || max_allocated || max_peak || max_stranded || max_fragmentation || no_leaks || no_oom;
+}
+
+std::optional<uint64_t>& Limits::size(CheckKind k) {
+  switch (k) {
+    case CheckKind::MaxReserved: return max_reserved;
+    case CheckKind::MaxAllocated: return max_allocated;
+    case CheckKind::MaxPeak: return max_peak;
+    default: return max_stranded;
+  }
+}
+
+const std::optional<uint64_t>& Limits::size(CheckKind k) const {
+  return const_cast<Limits*>(this)->size(k);
+}
+
+CheckTotals check_totals(const std::vector<CheckLine>& lines) {
+  CheckTotals t;
+  for (const auto& l : lines) {
+    if (l.status == CheckStatus::Error) {
+      ++t.errors;
+      continue;
+    }
+    ++t.checks;
+    if (l.status == CheckStatus::Pass)
+      ++t.passed;
+    else if (l.status == CheckStatus::Skip)
+      ++t.skipped;
+    else
+      ++t.failed;
+  }
+  return t;
+}
+
+namespace {
+
+CheckLine line(const std::string& file, int device, CheckKind check, uint64_t figure, uint64_t limit,
+               const char* field) {
+  CheckLine l;
+  l.file = file;
+  l.device = device;
+  l.check = check;
+  l.status = figure <= limit ? CheckStatus::Pass : CheckStatus::Fail;
+  l.figure = figure;
+  l.limit = limit;
+  l.field = field;
+  return l;
+}
+
+CheckLine skipped(CheckLine l, SkipReason why) {
+  l.status = CheckStatus::Skip;
+  l.skipped_figure = l.figure.value_or(0);
+  l.figure.reset();  // no figure: 0 would read as a pass
+  l.skip = why;
+  return l;
+}
+
+void check_device(const std::string& file, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
+                  const Limits& limits, std::vector<CheckLine>& out) {
+  const auto& t = d.accounting;
+  if (limits.max_reserved)
+    out.push_back(line(file, d.device, CheckKind::MaxReserved, t.reserved_bytes, *limits.max_reserved,
+                       "devices[].totals.reserved_bytes"));
+  if (limits.max_allocated)
+    out.push_back(line(file, d.device, CheckKind::MaxAllocated, t.allocated_bytes, *limits.max_allocated,
+                       "devices[].totals.allocated_bytes"));
+  const bool dropped = d.trace.dropped != DroppedEvents::NotShown;
+  if (limits.max_peak) {
+    if (d.peaks.allocated && dropped && d.peaks.allocated->allocated_bytes <= *limits.max_peak) {
+      // Only a peak above the limit is a finding: a higher one may have been dropped.
+      CheckLine l = skipped(line(file, d.device, CheckKind::MaxPeak, d.peaks.allocated->allocated_bytes,
+                                 *limits.max_peak, "devices[].trace.events_dropped"),
+                            SkipReason::PeakWithinDroppedTrace);
+      l.trace = d.trace;
+      l.trace_alloc_max_entries = settings.trace_alloc_max_entries;
+      out.push_back(std::move(l));
+    } else if (d.peaks.allocated) {
+      out.push_back(line(file, d.device, CheckKind::MaxPeak, d.peaks.allocated->allocated_bytes, *limits.max_peak,
+                         "devices[].peak.allocated_bytes"));
+    } else {
+      out.push_back(line(file, d.device, CheckKind::MaxPeak, t.allocated_bytes, *limits.max_peak,
+                         "devices[].totals.allocated_bytes (no trace, so no peak)"));
+    }
+  }
+  if (limits.max_fragmentation) {
+    double worst = 0;  // the worst pool
+    for (const auto& p : t.pools) worst = std::max(worst, p.fragmentation);
+    CheckLine l;
+    l.file = file;
+    l.device = d.device;
+    l.check = CheckKind::MaxFragmentation;
+    l.status = worst <= *limits.max_fragmentation ? CheckStatus::Pass : CheckStatus::Fail;
+    l.ratio = true;
+    l.figure_ratio = worst;
+    l.limit_ratio = *limits.max_fragmentation;
+    l.field = "devices[].fragmentation.pools[].fragmentation (the highest pool)";
+    out.push_back(std::move(l));
+  }
+  if (limits.max_stranded)
+    out.push_back(line(file, d.device, CheckKind::MaxStranded, t.stranded_bytes, *limits.max_stranded,
+                       "devices[].fragmentation.stranded_bytes"));
+  if (limits.no_leaks) {
+    if (leaks_judged(d.iterations)) {
+      out.push_back(line(file, d.device, CheckKind::NoLeaks, d.leaks.size(), 0, "devices[].leaks"));
+    } else {
+      CheckLine l =
+          skipped(line(file, d.device, CheckKind::NoLeaks, 0, 0, "devices[].iterations"), SkipReason::TooFewIterations);
+      l.iterations = d.iterations;
+      out.push_back(std::move(l));
+    }
+  }
+  if (limits.no_oom) {
+    // An OOM in the trace fails; none passes only when the trace shows no sign of
+    // having dropped what came before it.
+    if (!d.trace.entries) {
+      out.push_back(
+          skipped(line(file, d.device, CheckKind::NoOom, 0, 0, "devices[].trace.entries"), SkipReason::NoTrace));
+    } else if (d.ooms.total == 0 && dropped) {
+      CheckLine l = skipped(line(file, d.device, CheckKind::NoOom, 0, 0, "devices[].trace.events_dropped"),
+                            SkipReason::OomsDropped);
+      l.trace = d.trace;
+      l.trace_alloc_max_entries = settings.trace_alloc_max_entries;
+      out.push_back(std::move(l));
+    } else {
+      out.push_back(line(file, d.device, CheckKind::NoOom, d.ooms.total, 0, "devices[].oom_events"));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<CheckLine> evaluate_limits(const AnalyzeResult& result, const snapshot::AllocatorSettings& settings,
+                                       const Limits& limits, const std::string& file) {
+  std::vector<CheckLine> out;
+  bool any_used = false;
+  for (const auto& d : result.devices) any_used |= !d.unused;
+  for (const auto& d : result.devices)
+    if (!d.unused || !any_used) check_device(file, d, settings, limits, out);
+  return out;
+}
+
+}  // namespace memsnap::analysis
