@@ -8,7 +8,9 @@
 #include "common.hpp"
 #include "memsnap/analysis/slice.hpp"
 #include "memsnap/report/export.hpp"
+#include "memsnap/report/perfetto.hpp"
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
 #include "output.hpp"
 
@@ -16,7 +18,7 @@ namespace memsnap::cli {
 
 namespace {
 
-enum class ExportFormat { Json, Pickle };
+enum class ExportFormat { Json, Pickle, Perfetto };
 
 struct ExportArgs {
   std::string file;
@@ -25,6 +27,8 @@ struct ExportArgs {
   std::string max_memory = kDefaultMaxMemory;
   bool quiet = false;
   analysis::SliceOptions window;
+  size_t points = 20000;  // perfetto: counter samples per device and series
+  std::string iteration_marker;
 };
 
 bool has_suffix(const std::string& s, const char* suffix) {
@@ -40,6 +44,42 @@ ExportFormat resolve_format(const ExportArgs& a) {
   return ExportFormat::Pickle;  // .pickle, .pkl, or any other name: what torch's tools read
 }
 
+// The timeline of every device with a trace as Chrome trace-event JSON.
+void write_perfetto(io::OutputFile& output, const snapshot::Loaded& loaded, const snapshot::Snapshot& snap,
+                    const std::string& shown, const ExportArgs& args) {
+  analysis::Context ctx(snap);
+  analysis::AnalyzeOptions options;
+  options.trace = false;  // the timeline, its peak and the iterations; no leak or OOM analysis
+  options.iterations.marker = args.iteration_marker;
+  analysis::TimelineOptions topt;
+  topt.max_points = args.points;
+  options.timeline = topt;
+  analysis::AnalyzeResult result = analysis::analyze(ctx, options);
+  print_warnings(loaded, result.warnings);
+  size_t timelines = 0, points = 0;
+  std::vector<int> left_out;
+  for (const auto& d : result.devices)
+    if (d.timeline) {
+      ++timelines;
+      points += d.timeline->points.size();
+    } else if (!d.unused) {
+      left_out.push_back(d.device);
+    }
+  if (timelines == 0)
+    throw Failure(shown +
+                      ": the snapshot has no trace entries (recorded with enabled='state' or history off): "
+                      "no timeline to export",
+                  kBadInput);
+  for (int dev : left_out)
+    std::cerr << "memsnap: note: " << terminal_safe(shown) << ": device " << dev << " has no trace entries: left out\n";
+  report::PerfettoView view{&loaded.input, &ctx, &result};
+  write_output(output, [&](std::ostream& out) { report::write_perfetto_json(out, view); });
+  if (!output.is_stdout() && !args.quiet)
+    std::cerr << "wrote " << args.output << " (Chrome trace events, " << timelines
+              << (timelines == 1 ? " device, " : " devices, ") << with_commas(points)
+              << (points == 1 ? " point, " : " points, ") << human_bytes(output.bytes_written()) << ")\n";
+}
+
 }  // namespace
 
 void add_export(CLI::App& app) {
@@ -52,11 +92,14 @@ void add_export(CLI::App& app) {
   cmd->add_option("-o,--output", args->output,
                   "Output file (default: - for stdout); written to a temporary file and renamed into place")
       ->option_text("OUT");
-  cmd->add_option("--format", args->format, "json or pickle (default: json for -o - and *.json, else pickle)")
+  cmd->add_option("--format", args->format,
+                  "json or pickle (default: json for -o - and *.json, else pickle), or perfetto: the timeline as "
+                  "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing")
       ->transform(CLI::CheckedTransformer(
-          std::map<std::string, ExportFormat>{{"json", ExportFormat::Json}, {"pickle", ExportFormat::Pickle}},
+          std::map<std::string, ExportFormat>{
+              {"json", ExportFormat::Json}, {"pickle", ExportFormat::Pickle}, {"perfetto", ExportFormat::Perfetto}},
           CLI::ignore_case))
-      ->option_text("json|pickle");
+      ->option_text("json|pickle|perfetto");
   cmd->add_option("--device", args->window.device, "Only this device (default: all)")->option_text("N");
   // The window options exclude each other; analysis::slice says so in one line.
   cmd->add_option("--last", args->window.last, "The window: the last N trace events")->option_text("N");
@@ -68,6 +111,14 @@ void add_export(CLI::App& app) {
   cmd->add_option("--to-time", args->window.to_time,
                   "The window: up to the last event at or before US (epoch microseconds)")
       ->option_text("US");
+  cmd->add_option("--points", args->points,
+                  "perfetto: most counter samples per device (default 20000); each bucket of events keeps its "
+                  "lowest and highest values, and the peak and every OOM are kept")
+      ->check(CLI::Range(size_t{16}, size_t{10000000}))
+      ->option_text("N");
+  cmd->add_option("--iteration-marker", args->iteration_marker,
+                  "perfetto: where iterations start (as for analyze; default: detected)")
+      ->option_text("NAME");
   add_max_memory_option(*cmd, args->max_memory);
   add_quiet_option(*cmd, args->quiet);
   cmd->callback([args] {
@@ -91,6 +142,10 @@ void add_export(CLI::App& app) {
         throw Failure(e.what(), kBadInput);
       }
       for (const auto& w : cut->warnings) std::cerr << "memsnap: note: " << shown << ": " << w << '\n';
+    }
+    if (format == ExportFormat::Perfetto) {
+      write_perfetto(output, loaded, *snap, shown, *args);
+      return;
     }
     write_output(output, [&](std::ostream& out) {
       if (format == ExportFormat::Json)

@@ -80,7 +80,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("bash: commands", bash_complete("memsnap", "ex") == ["export"], bash_complete("memsnap", "ex"))
     check("bash: options", bash_complete("memsnap", "export", "--fr") == ["--from", "--from-time"],
           bash_complete("memsnap", "export", "--fr"))
-    check("bash: choices", bash_complete("memsnap", "export", "--format", "") == ["json", "pickle"],
+    check("bash: choices", bash_complete("memsnap", "export", "--format", "") == ["json", "perfetto", "pickle"],
           bash_complete("memsnap", "export", "--format", ""))
     check("bash: a value is not a file", bash_complete("memsnap", "export", "--last", "") == [])
     check("bash: files", bash_complete("memsnap", "analyze", "memsnap.b") == ["memsnap.bash"],
