@@ -201,14 +201,14 @@ Accounting account(const Context& ctx, const snapshot::Device& d) {
   a.block_count = d.blocks.size();
   a.segments.resize(d.segments.size());
   a.block_stranded.assign(d.blocks.size(), 0);
-  std::vector<uint64_t> free_stranded(d.blocks.size(), 0);
+  a.free_stranded.assign(d.blocks.size(), 0);
   std::map<std::tuple<int, int64_t, int64_t, uint64_t>, PoolAccount> pools;
   bool any_classic = false, any_expandable = false;
 
   for (size_t si = 0; si < d.segments.size(); ++si) {
     const Segment& s = d.segments[si];
     (s.expandable ? any_expandable : any_classic) = true;
-    account_segment(d, si, a, pools[{int(s.pool), s.pool_id[0], s.pool_id[1], s.stream}], free_stranded);
+    account_segment(d, si, a, pools[{int(s.pool), s.pool_id[0], s.pool_id[1], s.stream}], a.free_stranded);
   }
   a.allocated_bytes = a.requested_bytes + a.internal_free_bytes;
   a.active_bytes = a.allocated_bytes + a.pending_free_bytes;

@@ -102,7 +102,7 @@ struct Analyzer {
     std::optional<uint32_t> at = resolve_at(o, d);
     std::optional<Replay> replay;
     std::future<TracePeriods> periods;
-    if (!d.trace.empty() && (o.trace || at || o.timeline)) {
+    if (!d.trace.empty() && (o.trace || at || o.timeline || o.page)) {
       if (spare_core && (o.trace || o.timeline))
         periods = beside([&] { return TracePeriods(ctx.snap, d, o.iterations); });
       util::PrefaultPause pause(periods.valid());  // both cores are busy
@@ -146,6 +146,7 @@ struct Analyzer {
     if (o.timeline && replay)
       out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);
     out.findings = raise_findings(ctx, out, o.thresholds);
+    if (o.page) out.page = build_page(ctx, d, replay ? &*replay : nullptr, out.timeline, out.iterations, *o.page);
     return out;
   }
 };

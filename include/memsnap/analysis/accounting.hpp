@@ -149,6 +149,7 @@ struct Accounting {
   std::vector<PoolAccount> pools;          // by pool, private pool id, stream
   std::vector<PinningSite> pinning_sites;  // most stranded bytes first
   std::vector<uint64_t> block_stranded;    // per Device::blocks: its share of stranded bytes
+  std::vector<uint64_t> free_stranded;     // per Device::blocks: a free block's bytes that are stranded
   std::vector<ClampedBlock> clamped;
 
   /// What torch.cuda.empty_cache() would give back to CUDA now.

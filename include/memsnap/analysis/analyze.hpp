@@ -21,6 +21,7 @@
 #include "memsnap/analysis/iterations.hpp"
 #include "memsnap/analysis/leaks.hpp"
 #include "memsnap/analysis/oom.hpp"
+#include "memsnap/analysis/page.hpp"
 #include "memsnap/analysis/peak.hpp"
 #include "memsnap/analysis/replay.hpp"
 #include "memsnap/analysis/sites.hpp"
@@ -38,6 +39,7 @@ struct AnalyzeOptions {
   std::optional<FitsQuery> fits;
   size_t top_sites = 10;
   std::optional<TimelineOptions> timeline;  // build a timeline per device
+  std::optional<PageOptions> page;          // `memsnap report`: moments, maps and flames per device
   FindingThresholds thresholds;
   unsigned threads = 0;  // devices analysed at once: 0 = one per core, 1 = in this thread
 };
@@ -86,7 +88,8 @@ struct DeviceAnalysis {
   std::vector<GrowingSite> growing;
   OomResult ooms;
   std::optional<Timeline> timeline;
-  std::vector<Finding> findings;  // most urgent first
+  std::optional<DevicePage> page;  // with AnalyzeOptions::page
+  std::vector<Finding> findings;   // most urgent first
 
   /// The state the totals, accounting and --fits describe.
   const snapshot::Device& state() const { return replayed_ ? *replayed_ : *dumped_; }
