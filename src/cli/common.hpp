@@ -98,6 +98,7 @@ void add_events(CLI::App& app);
 void add_flame(CLI::App& app);
 void add_callgraph(CLI::App& app);
 void add_export(CLI::App& app);
+void add_report(CLI::App& app);
 void add_check(CLI::App& app);
 void add_merge(CLI::App& app);
 /// The hidden `completions bash|zsh`: shell completion generated from `app` itself.

@@ -4,6 +4,7 @@
 #include "json_util.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/util/version.hpp"
+#include "sections.hpp"
 
 namespace memsnap::report {
 
@@ -23,7 +24,9 @@ int64_t delta(uint64_t a, uint64_t b) {
 }
 }  // namespace
 
-void write_diff_json(std::ostream& out, const DiffView& v) {
+namespace detail {
+
+Json diff_json(const DiffView& v) {
   Json doc;
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
@@ -78,7 +81,13 @@ void write_diff_json(std::ostream& out, const DiffView& v) {
   for (const auto& w : v.before.context.snap.warnings) warnings.push_back("before: " + w);
   for (const auto& w : v.after.context.snap.warnings) warnings.push_back("after: " + w);
   doc["warnings"] = std::move(warnings);
-  detail::write_json(out, doc);
+  return doc;
+}
+
+}  // namespace detail
+
+void write_diff_json(std::ostream& out, const DiffView& v) {
+  detail::write_json(out, detail::diff_json(v));
 }
 
 }  // namespace memsnap::report

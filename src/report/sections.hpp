@@ -8,6 +8,7 @@
 
 #include "json_util.hpp"
 #include "memsnap/report/analyze.hpp"
+#include "memsnap/report/diff.hpp"
 #include "words.hpp"
 
 namespace memsnap::report::detail {
@@ -49,5 +50,7 @@ void add_trace_json(Json& device, const analysis::DeviceAnalysis& d);
 void add_oom_json(Json& device, const analysis::DeviceAnalysis& d);
 Json findings_json(const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s);
 Json at_json(const analysis::AtPoint& a);
+/// The whole `diff --format json` document.
+Json diff_json(const DiffView& view);
 
 }  // namespace memsnap::report::detail

@@ -1,0 +1,125 @@
+// `memsnap report FILE [FILE2] -o report.html`: one self-contained offline HTML page.
+#include <future>
+#include <iostream>
+#include <memory>
+
+#include "common.hpp"
+#include "memsnap/analysis/diff.hpp"
+#include "memsnap/report/html.hpp"
+#include "memsnap/util/terminal.hpp"
+#include "memsnap/util/units.hpp"
+#include "output.hpp"
+
+namespace memsnap::cli {
+
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> files;
+  std::string output;
+  CommonOptions common;
+  std::optional<int> device;
+  std::string iteration_marker;
+  std::string capacity;
+  size_t points = 4000;
+  size_t states = 24;
+};
+
+}  // namespace
+
+void add_report(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "One self-contained HTML page to open offline: the verdict, an interactive timeline with the state at "
+      "its events, the largest blocks, flame graphs and segment maps; with two files, their diff");
+  cmd->add_option("FILE", args->files,
+                  "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin), or two: BEFORE AFTER for a "
+                  "diff")
+      ->required()
+      ->expected(1, 2);
+  cmd->add_option("-o,--output", args->output, "The HTML file to write (- for stdout)")->required()->option_text("OUT");
+  cmd->add_option("--device", args->device, "Only this device (default: all)")->option_text("N");
+  cmd->add_option("--iteration-marker", args->iteration_marker,
+                  "Where iterations start (as for analyze; default: detected)")
+      ->option_text("NAME");
+  cmd->add_option("--capacity", args->capacity,
+                  "The GPU's total memory (e.g. 80GiB), for the OOM analysis (as for analyze)")
+      ->option_text("SIZE");
+  cmd->add_option("--points", args->points,
+                  "Most timeline points per device (default 4000); each bucket of events keeps its lowest and "
+                  "highest values, and the peak and every OOM are kept")
+      ->check(CLI::Range(size_t{16}, size_t{100000}))
+      ->option_text("N");
+  cmd->add_option("--states", args->states,
+                  "Allocator states kept at events evenly spaced over the trace, besides the peak, the OOMs and "
+                  "iteration starts (default 24); a click on the timeline shows the nearest")
+      ->check(CLI::Range(size_t{0}, size_t{1000}))
+      ->option_text("N");
+  add_max_memory_option(*cmd, args->common.max_memory);
+  add_quiet_option(*cmd, args->common.quiet);
+  cmd->callback([args] {
+    const auto& files = args->files;
+    if (files.size() == 2 && files[0] == "-" && files[1] == "-")
+      throw Failure("- (stdin) can be given once", kBadInput);
+    analysis::AnalyzeOptions options;
+    options.device = args->device;
+    options.iterations.marker = args->iteration_marker;
+    if (!args->capacity.empty()) {
+      options.oom.capacity = parse_size(args->capacity);
+      if (!options.oom.capacity || *options.oom.capacity == 0)
+        throw Failure("--capacity: not a size: '" + args->capacity + "'", kBadInput);
+    }
+    analysis::TimelineOptions topt;
+    topt.max_points = args->points;
+    options.timeline = topt;
+    analysis::PageOptions popt;
+    popt.timeline_points = args->points;
+    popt.even_states = args->states;
+    options.page = popt;
+    io::OutputFile output = open_output(args->output, files);  // refused or unwritable: before the work
+
+    // Two inputs are independent: parse them on both cores, as diff does.
+    // Reserved: a Snapshot must not be copied (its string table's views would point into the
+    // copy's source), and a vector that grows copies what has no noexcept move.
+    std::vector<snapshot::Loaded> loaded;
+    loaded.reserve(files.size());
+    if (files.size() == 2) {
+      auto later = std::async(std::launch::async, [&] { return load(files[1], args->common); });
+      loaded.push_back(load(files[0], args->common));
+      loaded.push_back(later.get());
+    } else {
+      loaded.push_back(load(files[0], args->common));
+    }
+    std::vector<std::unique_ptr<analysis::Context>> contexts;
+    std::vector<analysis::AnalyzeResult> results;
+    for (const auto& l : loaded) {
+      contexts.push_back(std::make_unique<analysis::Context>(l.snapshot));
+      results.push_back(analysis::analyze(*contexts.back(), options));
+      print_warnings(l, results.back().warnings);
+    }
+    report::HtmlView view;
+    for (size_t i = 0; i < loaded.size(); ++i)
+      view.files.push_back({report::Source{loaded[i].input, *contexts[i]}, &results[i]});
+    std::vector<analysis::DeviceDiff> diff;
+    if (loaded.size() == 2) {
+      diff = analysis::diff_snapshots(*contexts[0], *contexts[1]);
+      view.diff = &diff;
+    }
+    write_output(output, [&](std::ostream& out) { report::write_report_html(out, view); });
+    if (!output.is_stdout() && !args->common.quiet) {
+      size_t devices = 0, states = 0;
+      for (const auto& r : results)
+        for (const auto& d : r.devices)
+          if (d.page) {
+            ++devices;
+            states += d.page->states.size();
+          }
+      std::cerr << "wrote " << terminal_safe(args->output) << " (" << (files.size() == 2 ? "diff, " : "") << devices
+                << (devices == 1 ? " device, " : " devices, ") << states << (states == 1 ? " state, " : " states, ")
+                << human_bytes(output.bytes_written()) << ")\n";
+    }
+  });
+}
+
+}  // namespace memsnap::cli
