@@ -12,7 +12,8 @@
 # clicking there shows the state `analyze --at` gives (figures and segment map), and clicking
 # elsewhere the nearest recorded state, said so. A snapshot with hostile names runs no script
 # of theirs. Screenshots at 1280x800 are kept in OUTDIR for a person to look at.
-# Exit 77 (skipped) when no Chromium is installed.
+# Exit 77 (skipped) when no Chromium is installed. With --no-browser (the ctest cli_report, which
+# the sanitizer build runs too): the fixtures' pages without the browser, the bounds and the errors.
 import json
 import os
 import pickle
@@ -24,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
 
 MEMSNAP, TESTDATA, REALDATA, OUTDIR = sys.argv[1:5]
+NO_BROWSER = sys.argv[5:] == ["--no-browser"]  # cli_report: the pages without a browser (and under ASan)
 failures = []
 
 
@@ -231,6 +233,27 @@ def check_state_panel(b, name, file_index, dev, event, at):
     return panel
 
 
+def check_search_and_flame(b, name):
+    """The search box filters the largest blocks by frame; a click on a flame frame zooms in."""
+    sites = b.eval("""(() => { const s = document.getElementById('block-search'); s.value = 'train.py:59';
+      s.dispatchEvent(new Event('input')); const t = s.closest('section').querySelector('table');
+      return Array.from(t.querySelectorAll('tr[data-address] td.site')).map(td => td.textContent); })()""")
+    rows = len(sites)
+    check(name + ": search keeps the blocks whose stack has the text", rows >= 1 and
+          all(x == "train.py:59:forward" for x in sites), sites)
+    all_rows = b.eval("""(() => { const s = document.getElementById('block-search'); s.value = '';
+      s.dispatchEvent(new Event('input'));
+      return s.closest('section').querySelectorAll('tr[data-address]').length; })()""")
+    check(name + ": search narrows", rows < all_rows, (rows, all_rows))
+    b.eval("document.querySelector('#flame canvas').scrollIntoView({block: 'center'})")
+    r = b.eval("(() => { const r = document.querySelector('#flame canvas').getBoundingClientRect();"
+               " return {x: r.left + 8, y: r.bottom - 17 - 8}; })()")  # the first frame above the root
+    b.click(r["x"], r["y"])
+    b.pump(0.1)
+    check(name + ": a click on a flame frame zooms to it",
+          b.eval("document.querySelector('#flame canvas').dataset.focus") not in (None, "0"))
+
+
 def check_nearest(b, name, path, data, file_index=0):
     """A click between recorded points shows the nearest one, and says so."""
     dp = [d for d in data["files"][file_index]["devices"] if d.get("timeline")][0]
@@ -288,6 +311,33 @@ def hostile_snapshot(path):
         pickle.dump(snap, f, protocol=4)
 
 
+def check_bounds_and_errors(snap):
+    # --points and --states bound what the page holds; the peak stays.
+    out = make_report("bounded", [snap("frag.pickle")], ["--points", "100", "--states", "3"])
+    data, html = embedded_data(out)
+    dev = data["files"][0]["devices"][0]
+    peak = data["files"][0]["analysis"]["devices"][0]["peak"]
+    check("--points 100", len(dev["timeline"]["ev"]) <= 100 and max(dev["timeline"]["allocated"]) ==
+          peak["allocated_bytes"], len(dev["timeline"]["ev"]))
+    evens = [s for s in dev["states"] if s["moment"] == "even"]
+    check("--states 3", len(evens) <= 3 and dev["states"][-1]["moment"] == "dump", [s["moment"] for s in dev["states"]])
+    check("peak state", [s["event"] for s in dev["states"] if s["moment"] == "peak"] == [peak["event_index"]])
+    # Errors: one line, exit 2, nothing written.
+    target = os.path.join(OUTDIR, "never.html")
+    for args, want in ((["report", snap("frag.pickle"), snap("leak.pickle"), snap("ring.pickle"), "-o", target],
+                        "FILE: At Most 2 required but received 3"),
+                       (["report", snap("frag.pickle"), "-o", snap("frag.pickle")], "is the input file"),
+                       (["report", os.path.join(TESTDATA, "bad", "truncated.pickle"), "-o", target], "truncated"),
+                       (["report", "-", "-", "-o", target], "- (stdin) can be given once")):
+        rc, so, se = memsnap(args)
+        check("error %s" % args[1:], rc == 2 and so == "" and want in se and not os.path.exists(target), (rc, se))
+    # Standard input, and standard output.
+    with open(snap("frag.pickle"), "rb") as f:
+        p = subprocess.run([MEMSNAP, "report", "-", "-o", "-"], stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check("stdin to stdout", p.returncode == 0 and p.stdout.startswith(b"<!DOCTYPE html>") and not p.stderr,
+          p.stderr[:300])
+
+
 def main():
     os.makedirs(OUTDIR, exist_ok=True)
     snap = lambda n: os.path.join(TESTDATA, "snapgen", n)  # noqa: E731
@@ -305,12 +355,12 @@ def main():
              ("diff", [snap("leak.step4.pickle"), snap("leak.step10.pickle")], False, True),
              ("hostile", [evil], True, True)]
     real = sorted(f for f in os.listdir(REALDATA) if f.endswith((".pickle", ".pkl", ".json"))) \
-        if os.path.isdir(REALDATA) else []
+        if os.path.isdir(REALDATA) and not NO_BROWSER else []
     shots = {"notHanmin__assignment2-systems__memory_snapshot.pickle",
              "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle"}
     for f in real:
         cases.append(("real-" + f.split(".")[0][:60], [os.path.join(REALDATA, f)], f in shots, f in shots))
-    if not real:
+    if not real and not NO_BROWSER:
         print("note: %s is absent: real snapshots not tested" % REALDATA)
 
     made = []
@@ -320,6 +370,12 @@ def main():
             data, docs = check_embedded(name, path, files)
             made.append((name, files, interact, shots_wanted, path, data, docs))
 
+    if NO_BROWSER:
+        check_bounds_and_errors(snap)
+        for f in failures:
+            print("FAIL " + f)
+        print("%d passed, %d failed" % (len(made), len(failures)))
+        sys.exit(1 if failures else 0)
     if not cdp.find_browser():
         for f in failures:
             print("FAIL " + f)
@@ -358,6 +414,8 @@ def drive(b, name, files, interact, shots_wanted, path, data, docs):
         check_interaction(b, name, files[0], docs[0])
         if name in ("frag", "leak"):
             check_nearest(b, name, files[0], data)
+    if name == "frag":
+        check_search_and_flame(b, name)
     if shots_wanted:
         shoot(b, name, "1-verdict")
         shoot(b, name, "2-timeline", "#timeline")

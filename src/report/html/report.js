@@ -775,7 +775,7 @@
         { name: 'allocated', xs: xs, ys: tl.allocated, color: '#3b78d8', fill: 'rgba(59,120,216,.22)', width: 1.6 }],
       marks: marks,
       points: points,
-      xLabel: function (x, step) { return timed ? '+' + duration(x) : commas(Math.round(x)); },
+      xLabel: function (x) { return timed ? '+' + duration(x) : Math.abs(x - Math.round(x)) > 1e-6 ? '' : commas(Math.round(x)); },
       onHover: function (x) { return pointTip(file, tl, nearestPoint(x)); },
       onClick: function (x) { var i = nearestPoint(x); showState(tl.ev[i], tl.ev[i]); }
     });
@@ -1231,7 +1231,7 @@
       { color: '#3b78d8', label: 'after: allocated' }, { color: '#7fa7e6', label: 'after: reserved', dash: true }]));
     var p = new Plot(box, {
       height: 220, series: series,
-      xLabel: function (x) { return timed ? '+' + duration(x) : commas(Math.round(x)); },
+      xLabel: function (x) { return timed ? '+' + duration(x) : Math.abs(x - Math.round(x)) > 1e-6 ? '' : commas(Math.round(x)); },
       onHover: function (x) {
         var t = el('div');
         t.appendChild(text('div', 't1', timed ? '+' + duration(x) + ' from each file\'s first event' : 'event ' + commas(Math.round(x))));
