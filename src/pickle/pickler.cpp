@@ -6,8 +6,8 @@
 #include <ios>
 #include <stdexcept>
 
+#include "memsnap/pickle/opcodes.hpp"
 #include "memsnap/util/utf8.hpp"
-#include "opcodes.hpp"
 
 namespace memsnap::pickle {
 

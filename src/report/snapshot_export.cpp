@@ -3,11 +3,15 @@
 #include <cmath>
 #include <cstdio>
 #include <ios>
+#include <optional>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "memsnap/pickle/pickler.hpp"
 #include "memsnap/report/export.hpp"
+#include "memsnap/snapshot/schema.hpp"
 
 namespace memsnap::report {
 
@@ -21,34 +25,14 @@ using snapshot::StackId;
 using snapshot::StrId;
 
 // Every fixed string of the schema: keys and enumerated values. The pickle writes each once.
-// clang-format off
-#define MEMSNAP_WORDS(X) \
-  X(segments) X(device_traces) X(allocator_settings) X(external_annotations) X(device) X(address) \
-  X(total_size) X(allocated_size) X(active_size) X(requested_size) X(stream) X(segment_type) \
-  X(segment_pool_id) X(is_expandable) X(frames) X(blocks) X(size) X(state) X(filename) X(line) \
-  X(name) X(action) X(addr) X(time_us) X(device_free) X(PYTORCH_CUDA_ALLOC_CONF) X(max_split_size) \
-  X(garbage_collection_threshold) X(expandable_segments) X(roundup_power2_divisions) \
-  X(trace_alloc_max_entries) X(trace_alloc_overflowed) X(stage) X(small) X(large) \
-  X(active_allocated) X(active_pending_free) X(inactive) X(alloc) X(free_requested) \
-  X(free_completed) X(segment_alloc) X(segment_free) X(segment_map) X(segment_unmap) X(snapshot) \
-  X(oom) X(free) X(unknown)
-// clang-format on
-
-enum class Word : uint8_t {
-#define X(w) w,
-  MEMSNAP_WORDS(X)
-#undef X
-      kCount
-};
-constexpr const char* kWordText[] = {
-#define X(w) #w,
-    MEMSNAP_WORDS(X)
-#undef X
-};
-static_assert(sizeof(kWordText) / sizeof(kWordText[0]) == static_cast<size_t>(Word::kCount));
+// The words a snapshot is written with: the schema's (snapshot/schema.hpp), so a field the
+// table gains is written too (Render::fields).
+using snapshot::schema::Word;
+using snapshot::schema::operator""_w;
+using snapshot::schema::Role;
 
 std::string_view word_text(Word w) {
-  return kWordText[static_cast<size_t>(w)];
+  return snapshot::schema::text(w);
 }
 
 // Objects a pickle shares through the memo, as torch's own files do.
@@ -56,28 +40,28 @@ enum class Shared : uint8_t { Frame, Stack };
 
 Word word(Action a) {
   switch (a) {
-    case Action::Alloc: return Word::alloc;
-    case Action::FreeRequested: return Word::free_requested;
-    case Action::FreeCompleted: return Word::free_completed;
-    case Action::SegmentAlloc: return Word::segment_alloc;
-    case Action::SegmentFree: return Word::segment_free;
-    case Action::SegmentMap: return Word::segment_map;
-    case Action::SegmentUnmap: return Word::segment_unmap;
-    case Action::Snapshot: return Word::snapshot;
-    case Action::Oom: return Word::oom;
-    case Action::Free: return Word::free;
-    case Action::Unknown: return Word::unknown;
+    case Action::Alloc: return "alloc"_w;
+    case Action::FreeRequested: return "free_requested"_w;
+    case Action::FreeCompleted: return "free_completed"_w;
+    case Action::SegmentAlloc: return "segment_alloc"_w;
+    case Action::SegmentFree: return "segment_free"_w;
+    case Action::SegmentMap: return "segment_map"_w;
+    case Action::SegmentUnmap: return "segment_unmap"_w;
+    case Action::Snapshot: return "snapshot"_w;
+    case Action::Oom: return "oom"_w;
+    case Action::Free: return "free"_w;
+    case Action::Unknown: return "unknown"_w;
   }
-  return Word::unknown;
+  return "unknown"_w;
 }
 
 Word word(BlockState s) {
   switch (s) {
-    case BlockState::ActiveAllocated: return Word::active_allocated;
-    case BlockState::ActivePendingFree: return Word::active_pending_free;
-    case BlockState::Inactive: return Word::inactive;
+    case BlockState::ActiveAllocated: return "active_allocated"_w;
+    case BlockState::ActivePendingFree: return "active_pending_free"_w;
+    case BlockState::Inactive: return "inactive"_w;
   }
-  return Word::inactive;
+  return "inactive"_w;
 }
 
 // ---- the one rendering -------------------------------------------------------------------
@@ -89,13 +73,13 @@ class Render {
 
   void document() {
     w_.begin_dict();
-    w_.key(Word::segments);
+    w_.key("segments"_w);
     w_.begin_list();
     for (const auto& d : s_.devices)
       for (const auto& seg : d.segments) segment(d, seg);
     w_.end_list();
 
-    w_.key(Word::device_traces);
+    w_.key("device_traces"_w);
     w_.begin_list();
     int next = 0;
     for (const auto& d : s_.devices) {
@@ -121,11 +105,11 @@ class Render {
     const snapshot::Frame& f = s_.frames[id];
     w_.begin_dict();
     w_.remember(Shared::Frame, id.v);
-    w_.key(Word::filename);
+    w_.key("filename"_w);
     w_.model_str(f.filename, s_.strings[f.filename]);
-    w_.key(Word::line);
+    w_.key("line"_w);
     w_.integer(f.line);
-    w_.key(Word::name);
+    w_.key("name"_w);
     w_.model_str(f.name, s_.strings[f.name]);
     w_.end_dict();
   }
@@ -149,124 +133,158 @@ class Render {
       if (b.is_active()) active += b.size;
     }
     w_.begin_dict();
-    w_.key(Word::device);
-    w_.integer(d.index);
-    w_.key(Word::address);
-    w_.uinteger(seg.address);
-    w_.key(Word::total_size);
-    w_.uinteger(seg.total_size);
-    w_.key(Word::allocated_size);
-    w_.uinteger(seg.stated_allocated.value_or(allocated));
-    w_.key(Word::active_size);
-    w_.uinteger(seg.stated_active.value_or(active));
-    w_.key(Word::requested_size);
-    w_.uinteger(seg.stated_requested.value_or(requested));
-    w_.key(Word::stream);
-    w_.uinteger(seg.stream);
-    if (seg.pool != Pool::Unknown) {
-      w_.key(Word::segment_type);
-      w_.word(seg.pool == Pool::Small ? Word::small : Word::large);
-    }
-    w_.key(Word::segment_pool_id);
-    w_.begin_tuple();
-    w_.integer(seg.pool_id[0]);
-    w_.integer(seg.pool_id[1]);
-    w_.end_tuple();
-    w_.key(Word::is_expandable);
-    w_.boolean(seg.expandable);
-    w_.key(Word::frames);
-    stack(seg.stack);
-    w_.key(Word::blocks);
+    auto mode = [&](Word key) {
+      switch (key) {
+        case "segment_type"_w: return seg.pool != Pool::Unknown ? Write::own : Write::skip;
+        case "allocated_size"_w:  // the file's figure, or the blocks' (plain when read, not here)
+        case "active_size"_w:
+        case "requested_size"_w: return Write::own;
+        default: return Write::table;
+      }
+    };
+    fields<Role::segment>(seg, mode, [&](Word key) {
+      switch (key) {
+        case "device"_w: w_.integer(d.index); break;
+        case "allocated_size"_w: w_.uinteger(seg.stated_allocated.value_or(allocated)); break;
+        case "active_size"_w: w_.uinteger(seg.stated_active.value_or(active)); break;
+        case "requested_size"_w: w_.uinteger(seg.stated_requested.value_or(requested)); break;
+        case "segment_type"_w: w_.word(seg.pool == Pool::Small ? "small"_w : "large"_w); break;
+        case "segment_pool_id"_w:
+          w_.begin_tuple();
+          w_.integer(seg.pool_id[0]);
+          w_.integer(seg.pool_id[1]);
+          w_.end_tuple();
+          break;
+        case "frames"_w: stack(seg.stack); break;
+        default: block_list(blocks); break;  // "blocks"
+      }
+    });
+    w_.end_dict();
+  }
+
+  void block_list(std::span<const snapshot::Block> blocks) {
     w_.begin_list();
     for (const auto& b : blocks) {
       w_.begin_dict();
-      w_.key(Word::address);
-      w_.uinteger(b.address);
-      w_.key(Word::size);
-      w_.uinteger(b.size);
-      w_.key(Word::requested_size);
-      w_.uinteger(b.requested_size);
-      w_.key(Word::state);
-      w_.word(word(b.state));
-      w_.key(Word::frames);
-      stack(b.is_active() ? b.stack : StackId{0});
+      // history: read from old files, never written
+      auto mode = [](Word key) { return key == "history"_w ? Write::skip : Write::table; };
+      fields<Role::block>(b, mode, [&](Word key) {
+        switch (key) {
+          case "address"_w: w_.uinteger(b.address); break;
+          case "requested_size"_w: w_.uinteger(b.requested_size); break;
+          case "state"_w: w_.word(word(b.state)); break;
+          default: stack(b.is_active() ? b.stack : StackId{0}); break;  // "frames"
+        }
+      });
       w_.end_dict();
     }
     w_.end_list();
-    w_.end_dict();
+  }
+
+  // How a field is written: from the table (a plain field from its member, an optional one
+  // only when it has a value; any other by `value`), by `value` alone, or not at all.
+  enum class Write { table, own, skip };
+  // The fields of role R in the schema's order, each as mode(key) says; `value(key)` writes
+  // the value of a field that is not plain. A plain field the table gains is written with
+  // no code here.
+  template <Role R, class Obj, class Mode, class Value>
+  void fields(const Obj& obj, Mode mode, Value value) {
+    snapshot::schema::for_each_row<R>([&](Word key, snapshot::schema::Type, auto member) {
+      Write m = mode(key);
+      if (m == Write::skip) return;
+      if constexpr (!std::is_null_pointer_v<decltype(member)>) {
+        if (m == Write::table) return plain(key, obj.*member);
+      }
+      w_.key(key);
+      value(key);
+    });
+  }
+  void plain(Word key, uint64_t v) {
+    w_.key(key);
+    w_.uinteger(v);
+  }
+  void plain(Word key, int64_t v) {
+    w_.key(key);
+    w_.integer(v);
+  }
+  void plain(Word key, bool v) {
+    w_.key(key);
+    w_.boolean(v);
+  }
+  void plain(Word key, const std::string& v) {
+    w_.key(key);
+    w_.text(v);
+  }
+  template <class T>
+  void plain(Word key, const std::optional<T>& v) {
+    if (v) plain(key, *v);
   }
 
   void event(const snapshot::TraceEvent& e) {
     w_.begin_dict();
-    w_.key(Word::action);
+    w_.key("action"_w);
     w_.word(word(e.action));
     if (e.action == Action::Oom) {
-      w_.key(Word::device_free);
+      w_.key("device_free"_w);
       w_.uinteger(e.device_free());
     } else {
-      w_.key(Word::addr);
+      w_.key("addr"_w);
       w_.uinteger(e.addr);
     }
-    w_.key(Word::size);
+    w_.key("size"_w);
     w_.uinteger(e.size);
-    w_.key(Word::stream);
+    w_.key("stream"_w);
     w_.uinteger(e.stream);
     if (e.has_time()) {
-      w_.key(Word::time_us);
+      w_.key("time_us"_w);
       w_.integer(e.time_us);
     }
-    w_.key(Word::frames);
+    w_.key("frames"_w);
     stack(e.stack);
     w_.end_dict();
   }
 
   void settings() {
     const auto& a = s_.settings;
-    w_.key(Word::allocator_settings);
+    w_.key("allocator_settings"_w);
     w_.begin_dict();
-    w_.key(Word::PYTORCH_CUDA_ALLOC_CONF);
-    w_.text(a.alloc_conf);
-    w_.key(Word::max_split_size);
-    if (a.max_split_size)
-      w_.uinteger(*a.max_split_size);
-    else
-      w_.integer(-1);  // unlimited, as torch reports it
-    w_.key(Word::garbage_collection_threshold);
-    w_.real(a.garbage_collection_threshold);
-    w_.key(Word::expandable_segments);
-    w_.boolean(a.expandable_segments);
-    w_.key(Word::roundup_power2_divisions);
-    w_.begin_dict();
-    for (const auto& [bucket, divisions] : a.roundup_power2_divisions) {
-      w_.key_text(std::to_string(bucket));
-      w_.uinteger(divisions);
-    }
-    w_.end_dict();
-    if (a.trace_alloc_max_entries) {
-      w_.key(Word::trace_alloc_max_entries);
-      w_.integer(*a.trace_alloc_max_entries);
-    }
-    if (a.trace_alloc_overflowed) {
-      w_.key(Word::trace_alloc_overflowed);
-      w_.boolean(*a.trace_alloc_overflowed);
-    }
+    fields<Role::settings>(
+        a, [](Word) { return Write::table; },
+        [&](Word key) {
+          switch (key) {
+            case "max_split_size"_w:
+              if (a.max_split_size)
+                w_.uinteger(*a.max_split_size);
+              else
+                w_.integer(-1);  // unlimited, as torch reports it
+              break;
+            case "garbage_collection_threshold"_w: w_.real(a.garbage_collection_threshold); break;
+            default:  // "roundup_power2_divisions"
+              w_.begin_dict();
+              for (const auto& [bucket, divisions] : a.roundup_power2_divisions) {
+                w_.key_text(std::to_string(bucket));
+                w_.uinteger(divisions);
+              }
+              w_.end_dict();
+          }
+        });
     w_.end_dict();
   }
 
   void annotations() {
-    w_.key(Word::external_annotations);
+    w_.key("external_annotations"_w);
     w_.begin_list();
     for (const auto& n : s_.annotations) {
       w_.begin_dict();
-      w_.key(Word::device);
+      w_.key("device"_w);
       w_.integer(n.device);
       if (n.time_us != snapshot::TraceEvent::kNoTime) {
-        w_.key(Word::time_us);
+        w_.key("time_us"_w);
         w_.integer(n.time_us);
       }
-      w_.key(Word::name);
+      w_.key("name"_w);
       w_.model_str(n.name, s_.strings[n.name]);
-      w_.key(Word::stage);
+      w_.key("stage"_w);
       w_.model_str(n.stage, s_.strings[n.stage]);
       w_.end_dict();
     }
@@ -440,7 +458,7 @@ class PickleSink {
   std::vector<uint32_t>& table(Shared kind) { return kind == Shared::Frame ? frames_ : stacks_; }
 
   pickle::Pickler p_;
-  std::array<uint32_t, static_cast<size_t>(Word::kCount)> words_{};
+  std::array<uint32_t, snapshot::schema::kWordCount> words_{};
   std::vector<uint32_t> strings_, frames_, stacks_;  // model id -> memo index
 };
 

@@ -5,8 +5,10 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <type_traits>
 #include <unordered_map>
 
+#include "memsnap/snapshot/schema.hpp"
 #include "memsnap/snapshot/validate.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/hash.hpp"
@@ -18,14 +20,19 @@ namespace {
 using pickle::Kind;
 using pickle::ValueGraph;
 using pickle::ValueId;
+using schema::Role;
+using schema::slot;
 
 constexpr uint32_t kUnset = 0xFFFFFFFFu;
 
 // The fields one schema reads from a dict, found in one pass over its items.
-template <size_t N>
+template <Role R, size_t N = size_t(schema::field_count(R))>
 class Schema {
  public:
-  explicit Schema(std::array<std::string_view, N> names) : names_(names) { cache_id_.fill(kUnset); }
+  Schema() {
+    for (size_t i = 0; i < N; ++i) names_[i] = schema::row(R, int(i)).key;
+    cache_id_.fill(kUnset);
+  }
 
   struct Found {
     std::array<ValueId, N> v{};
@@ -72,45 +79,36 @@ class Schema {
   std::array<uint8_t, kSlots> cache_field_{};
 };
 
-enum SegF {
-  S_device,
-  S_address,
-  S_total_size,
-  S_allocated_size,
-  S_active_size,
-  S_requested_size,
-  S_stream,
-  S_segment_type,
-  S_segment_pool_id,
-  S_is_expandable,
-  S_frames,
-  S_blocks,
-  S_N
-};
-enum BlockF { B_address, B_size, B_requested_size, B_state, B_frames, B_history, B_N };
-enum HistF { H_real_size, H_frames, H_N };
-enum FrameF { F_filename, F_line, F_name, F_N };
-enum EventF { E_action, E_addr, E_size, E_stream, E_frames, E_time_us, E_device_free, E_N };
-enum TopF { T_segments, T_device_traces, T_allocator_settings, T_external_annotations, T_N };
-enum SetF { A_conf, A_max_split, A_gc, A_expandable, A_roundup, A_overflowed, A_max_entries, A_N };
-enum AnnF { N_device, N_time_us, N_name, N_stage, N_N };
+// Each dict's field slots, from the schema table (a key the table lacks does not compile).
+constexpr int S_device = slot(Role::segment, "device"), S_total_size = slot(Role::segment, "total_size"),
+              S_segment_type = slot(Role::segment, "segment_type"),
+              S_segment_pool_id = slot(Role::segment, "segment_pool_id"), S_frames = slot(Role::segment, "frames"),
+              S_blocks = slot(Role::segment, "blocks");
+constexpr int B_address = slot(Role::block, "address"), B_size = slot(Role::block, "size"),
+              B_requested_size = slot(Role::block, "requested_size"), B_state = slot(Role::block, "state"),
+              B_frames = slot(Role::block, "frames"), B_history = slot(Role::block, "history");
+constexpr int H_real_size = slot(Role::history, "real_size"), H_frames = slot(Role::history, "frames");
+constexpr int F_filename = slot(Role::frame, "filename"), F_line = slot(Role::frame, "line"),
+              F_name = slot(Role::frame, "name");
+constexpr int E_action = slot(Role::event, "action"), E_addr = slot(Role::event, "addr"),
+              E_size = slot(Role::event, "size"), E_stream = slot(Role::event, "stream"),
+              E_frames = slot(Role::event, "frames"), E_time_us = slot(Role::event, "time_us"),
+              E_device_free = slot(Role::event, "device_free");
+constexpr int T_segments = slot(Role::top, "segments"), T_device_traces = slot(Role::top, "device_traces"),
+              T_allocator_settings = slot(Role::top, "allocator_settings"),
+              T_external_annotations = slot(Role::top, "external_annotations");
+constexpr int A_max_split = slot(Role::settings, "max_split_size"),
+              A_gc = slot(Role::settings, "garbage_collection_threshold"),
+              A_roundup = slot(Role::settings, "roundup_power2_divisions");
+constexpr int N_device = slot(Role::annotation, "device"), N_time_us = slot(Role::annotation, "time_us"),
+              N_name = slot(Role::annotation, "name"), N_stage = slot(Role::annotation, "stage");
 
 class Builder {
  public:
   Builder(const ValueGraph& g, const BuildOptions& o)
       : g_(g),
         budget_(o.budget),
-        work_budget_(64 * (o.input_bytes ? o.input_bytes : g.size() * 16) + (uint64_t{1} << 22)),
-        seg_({"device", "address", "total_size", "allocated_size", "active_size", "requested_size", "stream",
-              "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks"}),
-        block_({"address", "size", "requested_size", "state", "frames", "history"}),
-        hist_({"real_size", "frames"}),
-        frame_({"filename", "line", "name"}),
-        event_({"action", "addr", "size", "stream", "frames", "time_us", "device_free"}),
-        top_({"segments", "device_traces", "allocator_settings", "external_annotations"}),
-        settings_({"PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold", "expandable_segments",
-                   "roundup_power2_divisions", "trace_alloc_overflowed", "trace_alloc_max_entries"}),
-        ann_({"device", "time_us", "name", "stage"}) {}
+        work_budget_(64 * (o.input_bytes ? o.input_bytes : g.size() * 16) + (uint64_t{1} << 22)) {}
 
   Snapshot run();
 
@@ -169,6 +167,24 @@ class Builder {
   void need_dict(ValueId v, const W& where) const {
     if (g_.kind(v) != Kind::Dict) type_error(where(), "dict", v);
   }
+  // The plain fields of role R (schema.hpp: those with a member pointer), each converted by
+  // its type into its member of `obj`; `at(slot)` names the field's path for an error.
+  template <Role R, class Obj, class Found, class At>
+  void plain(Obj& obj, const Found& f, const At& at) const {
+    schema::for_each_plain<R>([&](int k, schema::Type type, std::string_view, auto member) {
+      if (!f.has(size_t(k))) return;
+      using V = typename schema::Plain<std::remove_cvref_t<decltype(obj.*member)>>::value;
+      ValueId v = f.v[size_t(k)];
+      if constexpr (std::is_same_v<V, uint64_t>)
+        obj.*member = type == schema::Type::Size ? size_of(v, at(size_t(k))) : bits_of(v, at(size_t(k)));
+      else if constexpr (std::is_same_v<V, int64_t>)
+        obj.*member = int_of(v, at(size_t(k)));
+      else if constexpr (std::is_same_v<V, bool>)
+        obj.*member = bool_of(v, at(size_t(k)));
+      else
+        obj.*member = V(str_of(v, at(size_t(k))));
+    });
+  }
   // The model against the run's memory bound, every 64Ki elements.
   void account() {
     if (!budget_) return;
@@ -206,14 +222,14 @@ class Builder {
   Snapshot snap_;
   std::map<int64_t, Device> devices_;
 
-  Schema<S_N> seg_;
-  Schema<B_N> block_;
-  Schema<H_N> hist_;
-  Schema<F_N> frame_;
-  Schema<E_N> event_;
-  Schema<T_N> top_;
-  Schema<A_N> settings_;
-  Schema<N_N> ann_;
+  Schema<Role::segment> seg_;
+  Schema<Role::block> block_;
+  Schema<Role::history> hist_;
+  Schema<Role::frame> frame_;
+  Schema<Role::event> event_;
+  Schema<Role::top> top_;
+  Schema<Role::settings> settings_;
+  Schema<Role::annotation> ann_;
 
   // Stacks: a frames list is looked up by its item range (shared by identical
   // lists), frames by node (genuine files share each frame dict), both then by content.
@@ -317,9 +333,7 @@ void Builder::segment(ValueId v, size_t si) {
   if (!f.has(S_total_size)) throw_at_path(where(), "missing key 'total_size'");
   Segment s;
   s.file_index = static_cast<uint32_t>(si);
-  s.total_size = size_of(f.v[S_total_size], at(S_total_size));
-  if (f.has(S_address)) s.address = bits_of(f.v[S_address], at(S_address));
-  if (f.has(S_stream)) s.stream = bits_of(f.v[S_stream], at(S_stream));
+  plain<Role::segment>(s, f, at);
   if (f.has(S_segment_type)) {
     std::string_view t = str_of(f.v[S_segment_type], at(S_segment_type));
     s.pool = t == "small" ? Pool::Small : t == "large" ? Pool::Large : Pool::Unknown;
@@ -328,11 +342,7 @@ void Builder::segment(ValueId v, size_t si) {
     auto ids = list_of(f.v[S_segment_pool_id], at(S_segment_pool_id));
     for (size_t i = 0; i < ids.size() && i < 2; ++i) s.pool_id[i] = int_of(ids[i], at(S_segment_pool_id));
   }
-  if (f.has(S_is_expandable)) s.expandable = bool_of(f.v[S_is_expandable], at(S_is_expandable));
   if (f.has(S_frames)) s.stack = stack_of(f.v[S_frames], at(S_frames));
-  if (f.has(S_allocated_size)) s.stated_allocated = size_of(f.v[S_allocated_size], at(S_allocated_size));
-  if (f.has(S_active_size)) s.stated_active = size_of(f.v[S_active_size], at(S_active_size));
-  if (f.has(S_requested_size)) s.stated_requested = size_of(f.v[S_requested_size], at(S_requested_size));
 
   auto blocks = list_of(f.v[S_blocks], at(S_blocks));
   spend(blocks.size());
@@ -348,7 +358,7 @@ void Builder::segment(ValueId v, size_t si) {
     Block blk;
     if (!b.has(B_size)) throw_at_path(bwhere(), "missing key 'size'");
     if (!b.has(B_state)) throw_at_path(bwhere(), "missing key 'state'");
-    blk.size = size_of(b.v[B_size], bat(B_size));
+    plain<Role::block>(blk, b, bat);
     blk.state = state_of(b.v[B_state], bat(B_state));
     if (b.has(B_address)) {
       blk.address = bits_of(b.v[B_address], bat(B_address));
@@ -421,7 +431,7 @@ void Builder::settings(ValueId v) {
   auto f = settings_.scan(g_, v);
   AllocatorSettings& s = snap_.settings;
   s.present = true;
-  if (f.has(A_conf)) s.alloc_conf = std::string(str_of(f.v[A_conf], at(A_conf)));
+  plain<Role::settings>(s, f, at);
   if (f.has(A_max_split)) {
     ValueId m = f.v[A_max_split];
     // -1, or SIZE_MAX-like, means unlimited
@@ -443,9 +453,6 @@ void Builder::settings(ValueId v) {
     } else
       s.garbage_collection_threshold = double(int_of(m, at(A_gc)));
   }
-  if (f.has(A_expandable)) s.expandable_segments = bool_of(f.v[A_expandable], at(A_expandable));
-  if (f.has(A_overflowed)) s.trace_alloc_overflowed = bool_of(f.v[A_overflowed], at(A_overflowed));
-  if (f.has(A_max_entries)) s.trace_alloc_max_entries = int_of(f.v[A_max_entries], at(A_max_entries));
   if (f.has(A_roundup) && g_.kind(f.v[A_roundup]) == Kind::Dict) {
     auto items = g_.items(f.v[A_roundup]);
     for (size_t i = 0; i + 1 < items.size(); i += 2) {

@@ -59,9 +59,4 @@ std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::Memor
 std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget = nullptr,
                                      const ProgressFn* progress = nullptr);
 
-/// The end of the run of memo GETs (BINGET 'h' + 1 byte, LONG_BINGET 'j' + 4 bytes) that
-/// starts at q: the first byte that does not begin a whole GET before `end`. Exposed for
-/// its test against an op-by-op scan.
-const uint8_t* skip_memo_gets(const uint8_t* q, const uint8_t* end);
-
 }  // namespace memsnap::snapshot::detail

@@ -45,6 +45,8 @@ class StringTable {
   std::string_view operator[](StrId id) const { return views_[id.v]; }
   size_t size() const { return views_.size(); }
   size_t memory_bytes() const { return bytes_ + views_.capacity() * 16 + index_.size() * 48; }
+  /// The same strings with the same ids.
+  bool operator==(const StringTable& o) const { return views_ == o.views_; }
 
  private:
   std::deque<std::string> storage_;
@@ -57,6 +59,7 @@ struct Frame {
   StrId filename;
   StrId name;
   int64_t line = 0;
+  bool operator==(const Frame&) const = default;
 };
 
 class FrameTable {
@@ -65,6 +68,7 @@ class FrameTable {
   const Frame& operator[](FrameId id) const { return frames_[id.v]; }
   size_t size() const { return frames_.size(); }
   size_t memory_bytes() const { return frames_.capacity() * sizeof(Frame) + index_.size() * 48; }
+  bool operator==(const FrameTable& o) const { return frames_ == o.frames_; }
 
  private:
   struct Key {
@@ -93,6 +97,8 @@ class StackTable {
   }
   size_t size() const { return ranges_.size(); }
   size_t memory_bytes() const { return frames_.capacity() * 4 + ranges_.capacity() * 8 + index_.size() * 40; }
+  /// The same stacks with the same ids.
+  bool operator==(const StackTable& o) const;
 
  private:
   std::vector<FrameId> frames_;
@@ -119,6 +125,7 @@ struct Block {
   bool requested_known = false;  // the file gave requested_size or history real_size
 
   bool is_active() const { return state != BlockState::Inactive; }
+  bool operator==(const Block&) const = default;
 };
 
 struct Segment {
@@ -134,6 +141,7 @@ struct Segment {
   uint32_t block_count = 0;
   // The segment's own totals as the file states them (absent in some forms).
   std::optional<uint64_t> stated_allocated, stated_active, stated_requested;
+  bool operator==(const Segment&) const = default;
 };
 
 enum class Action : uint8_t {
@@ -162,6 +170,7 @@ struct TraceEvent {
 
   bool has_time() const { return time_us != kNoTime; }
   uint64_t device_free() const { return action == Action::Oom ? addr : 0; }
+  bool operator==(const TraceEvent&) const = default;
 };
 
 /// A device's trace events, oldest to newest, stored as columns (13 to 19 bytes an
@@ -231,6 +240,8 @@ class Trace {
   void trim();
   /// Bytes the columns and side tables hold.
   size_t memory_bytes() const;
+  /// The same events (however they are encoded).
+  bool operator==(const Trace& o) const;
   /// Replaces every event's stack id s by f(s) (a builder that renumbers its stacks).
   template <class F>
   void remap_stacks(F f) {
@@ -279,6 +290,7 @@ struct Device {
   size_t memory_bytes() const {
     return segments.capacity() * sizeof(Segment) + blocks.capacity() * sizeof(Block) + trace.memory_bytes();
   }
+  bool operator==(const Device&) const = default;
 };
 
 struct AllocatorSettings {
@@ -291,6 +303,7 @@ struct AllocatorSettings {
   std::vector<std::pair<uint64_t, uint64_t>> roundup_power2_divisions;
   std::optional<bool> trace_alloc_overflowed;
   std::optional<int64_t> trace_alloc_max_entries;
+  bool operator==(const AllocatorSettings&) const = default;
 };
 
 /// A record_function / user annotation (`external_annotations`, torch >= 2.5).
@@ -299,6 +312,7 @@ struct Annotation {
   int64_t time_us = TraceEvent::kNoTime;
   StrId name;
   StrId stage;  // "START" / "END" for record_function scopes
+  bool operator==(const Annotation&) const = default;
 };
 
 enum class Form : uint8_t { Dict, List };
@@ -320,6 +334,12 @@ struct Snapshot {
   /// Bytes the string, frame and stack tables hold, about (for the memory bound).
   size_t tables_bytes() const;
   std::string frame_text(FrameId f) const;  // "file.py:12:name"
+  /// Every table, device and field equal, ids and order included (two parsers of one file).
+  bool operator==(const Snapshot&) const = default;
 };
+
+/// Where two snapshots first differ, as a path and both values
+/// ("devices[0].segments[3].stated_allocated: 4096 vs none"), or "" when they are equal.
+std::string first_difference(const Snapshot& a, const Snapshot& b);
 
 }  // namespace memsnap::snapshot

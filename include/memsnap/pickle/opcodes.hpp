@@ -1,5 +1,5 @@
 // The pickle opcodes (CPython's Lib/pickle.py names and values), shared by the
-// unpickler and the pickler of this layer.
+// unpickler, the pickler, the scanner and the snapshot layer's fast path.
 #pragma once
 
 #include <cstdint>
