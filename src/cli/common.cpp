@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <thread>
 
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/terminal.hpp"
@@ -35,11 +37,45 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool format, bool jsonl
   add_quiet_option(cmd, o.quiet);
 }
 
+namespace {
+
+// What the environment says about loading, read once: the library never reads it.
+struct LoadEnvironment {
+  bool one_core = false;     // MEMSNAP_SPLIT=0
+  bool diagnostics = false;  // MEMSNAP_FAST_DEBUG=1
+};
+const LoadEnvironment& load_environment() {
+  static const LoadEnvironment env = [] {
+    LoadEnvironment e;
+    const char* split = std::getenv("MEMSNAP_SPLIT");
+    const char* debug = std::getenv("MEMSNAP_FAST_DEBUG");
+    e.one_core = split && *split == '0';
+    e.diagnostics = debug && *debug == '1';
+    return e;
+  }();
+  return env;
+}
+
+// --parser, on every command that reads a snapshot (they all take --max-memory); one run
+// has one command, so the choice is the process's.
+snapshot::Parser g_parser = snapshot::Parser::Auto;
+
+}  // namespace
+
 void add_max_memory_option(CLI::App& cmd, std::string& max_memory) {
   cmd.add_option("--max-memory", max_memory,
                  std::string("Memory bound for reading the snapshot: decoded input, parse and model (default ") +
                      kDefaultMaxMemory + ")")
       ->option_text("SIZE");
+  cmd.add_option("--parser", g_parser,
+                 "Debugging: which parser reads a pickle: auto (the fast path, the general one where it gives "
+                 "way), general, or fast (an error where it would give way)")
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, snapshot::Parser>{{"auto", snapshot::Parser::Auto},
+                                                                          {"general", snapshot::Parser::General},
+                                                                          {"fast", snapshot::Parser::Fast}},
+                                  CLI::ignore_case))
+      ->option_text("auto|general|fast");
 }
 
 void add_quiet_option(CLI::App& cmd, bool& quiet) {
@@ -52,6 +88,10 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + o.max_memory + "'", kBadInput);
   lo.read.max_buffer_bytes = *limit;
   lo.max_memory = *limit;
+  lo.parser = g_parser;
+  lo.threads = load_environment().one_core ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  if (load_environment().diagnostics)
+    lo.diagnostics = [](const std::string& line) { std::cerr << "memsnap: " << line << '\n'; };
   std::string shown = shown_path(path);
   try {  // every command that reads a snapshot: `memsnap CMD X >> X` would write onto X
     io::refuse_stdout_onto_inputs(std::span<const std::string>(&path, 1));

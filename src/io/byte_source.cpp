@@ -477,7 +477,7 @@ ByteSource ByteSource::stream(std::unique_ptr<Decoder> d, std::span<const uint8_
   d->in = in;
   d->compression = s.compression_;
   s.read_ahead_chunk_ = d->options.read_ahead_chunk;
-  d->waits = d->options.decode_window && std::thread::hardware_concurrency() > 1;
+  d->waits = d->options.decode_window && d->options.threads > 1;
   if (!d->waits) d->start();
   s.decoder_ = std::move(d);
   return s;
@@ -703,7 +703,7 @@ ByteSource ByteSource::open(const std::string& path, const ReadOptions& options)
     s.compression_ = detect_compression(bytes);
     if (s.compression_ == Compression::None) {
       s.data_ = bytes;
-      if (len >= options.read_ahead_from && std::thread::hardware_concurrency() > 1) {
+      if (len >= options.read_ahead_from && options.threads > 1) {
         s.file_ = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // -1: no read-ahead, the mapping serves
         s.file_offset_ = offset;
         s.read_ahead_chunk_ = options.read_ahead_chunk;

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/snapshot/model.hpp"
@@ -39,6 +41,13 @@ struct SplitOptions {
   static SplitOptions none() { return SplitOptions{UINT64_MAX, uint64_t{1} << 20, 0.5, false}; }
 };
 
+/// How a load lets the fast path run: the cores it may use (a parse in two halves needs 2)
+/// and where it says what it chose (nullptr or empty: silent).
+struct FastOptions {
+  unsigned threads = 2;
+  const std::function<void(const std::string&)>* diagnostics = nullptr;
+};
+
 /// Builds the model from a pickle in one pass over its opcodes, or returns nullopt
 /// at the first form it does not handle (text opcodes, legacy history, a duplicate
 /// key, a shared event dict, anything malformed, ...). It never reports an error
@@ -57,6 +66,6 @@ std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::Memor
 /// whose decoder waits (io::ReadOptions::decode_window) is decoded into a window instead, once:
 /// then only a result without a model leaves the source to decode it again.
 std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget = nullptr,
-                                     const ProgressFn* progress = nullptr);
+                                     const ProgressFn* progress = nullptr, const FastOptions& options = {});
 
 }  // namespace memsnap::snapshot::detail

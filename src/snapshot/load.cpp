@@ -26,12 +26,19 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
     auto text = src.data().subspan(io::utf8_bom(src.data()));  // a UTF-8 byte order mark is fine
     pickle::ValueGraph g = pickle::read_json(text, &budget);
     out.snapshot = build_snapshot(g, build);
-  } else if (auto fast = detail::fast_build(src, &budget, &options.progress)) {
-    // The schema-directed path: the same model, without a value graph (see fast_build.cpp).
+  } else if (auto fast = options.parser == Parser::General
+                             ? std::nullopt
+                             : detail::fast_build(src, &budget, &options.progress,
+                                                  detail::FastOptions{options.threads, &options.diagnostics})) {
+    // The schema-directed path: the same model, without a value graph (see fast/fast_builder.hpp).
     out.input.pickle_protocol = fast->protocol;
     out.snapshot = std::move(fast->snapshot);
     decoded = fast->decoded_bytes;
   } else {
+    if (options.parser == Parser::Fast)
+      throw InputError("",
+                       "--parser fast: the fast path gives way to the general parser on this input "
+                       "(--parser auto reads it)");
     budget.set(util::Account::Model, 0);
     budget.set(util::Account::Parse, 0);
     build.input_bytes = src.data().size();
@@ -72,6 +79,7 @@ Loaded decode(const io::ByteSource& src, const std::string& path, const LoadOpti
 Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
   auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
   io::ReadOptions read = options.read;
+  read.threads = options.threads;
   read.budget = budget.get();
   read.stream = true;  // decode on the second core while parsing
   if (options.progress) read.progress = options.progress;
@@ -88,6 +96,7 @@ Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
 Loaded load_snapshot_bytes(std::vector<uint8_t> bytes, const std::string& name, const LoadOptions& options) {
   auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
   io::ReadOptions read = options.read;
+  read.threads = options.threads;
   read.budget = budget.get();
   read.stream = true;
   if (options.progress) read.progress = options.progress;

@@ -55,6 +55,9 @@ struct ReadOptions {
   /// ReadAhead::start_decoding), any other reader starts the decoder into one buffer. Tests
   /// turn this off to test that decoder.
   bool decode_window = true;
+  /// Cores the reader may use: from 2, a second thread decodes compressed input or reads a
+  /// large file ahead. The library never asks the machine: the CLI passes its core count.
+  unsigned threads = 2;
 };
 
 /// Owns the bytes of one input. Compression and encoding are detected from the

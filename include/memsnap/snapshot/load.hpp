@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -13,8 +14,23 @@
 
 namespace memsnap::snapshot {
 
+/// Which parser reads a pickle (a JSON snapshot has one reader).
+enum class Parser : uint8_t {
+  Auto,     // the fast path, handing over to the general parser at any form it does not handle
+  General,  // the unpickler and the schema walk only: to narrow down a wrong figure
+  Fast,     // the fast path only: an input it would hand over is an InputError
+};
+
 struct LoadOptions {
   io::ReadOptions read;
+  Parser parser = Parser::Auto;
+  /// Cores the load may use: from 2, a second thread decodes compressed input, reads a large
+  /// file ahead or parses its second half. The library never asks the machine (nor the
+  /// environment): the CLI passes its core count.
+  unsigned threads = 2;
+  /// Where the parsers say what they chose, one line at a time (where the fast path gave way,
+  /// how a parse in two halves went); empty: silent.
+  std::function<void(const std::string&)> diagnostics;
   pickle::Limits limits;
   /// Progress of a long load, (bytes done, bytes in this phase), every few MiB: handed to
   /// the decompressor (compressed bytes) and then to the parser (decoded bytes); a parser

@@ -72,6 +72,8 @@ class FastBuilder {
   FastBuilder& operator=(const FastBuilder&) = delete;
 
   FastResult run();
+  /// Where to say what the parse chose (nullptr: silent).
+  void set_diagnostics(const Diagnostics* d) { diag_ = d && *d ? d : nullptr; }
 
  private:
   // ---- reading ------------------------------------------------------------------------
@@ -506,6 +508,7 @@ class FastBuilder {
     tail_end_ = off(p_);
     throw TailStop{};
   }
+  const Diagnostics* diag_ = nullptr;          // LoadOptions::diagnostics, or nullptr
   std::unique_ptr<Split> split_;               // the first half: the plan, then the running second half
   uint64_t split_stop_ = UINT64_MAX;           // the first half: where the second half began
   uint64_t split_try_ = UINT64_MAX;            // the first half: where it next tries to start the second

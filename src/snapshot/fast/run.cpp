@@ -252,20 +252,21 @@ void FastBuilder::put(uint64_t idx) {
 namespace memsnap::snapshot::detail {
 
 using fast::Bail;
-using fast::fast_debug;
 using fast::FastBuilder;
 
 namespace {
 
 std::optional<FastResult> build(std::span<const uint8_t> input, const io::ByteSource* arriving, io::ReadAhead* window,
                                 const uint8_t* back, util::MemoryBudget* budget, const ProgressFn* progress,
-                                uint64_t progress_total, const SplitOptions& split = {}) {
+                                uint64_t progress_total, const SplitOptions& split = {},
+                                const fast::Diagnostics* diag = nullptr) {
   try {
     FastBuilder b(input, arriving, window, back, budget, progress, progress_total, split);
+    b.set_diagnostics(diag);
     return b.run();
   } catch (const Bail& b) {
-    // MEMSNAP_FAST_DEBUG=1 says where the fast path gave up (for profiling real files).
-    if (fast_debug()) std::fprintf(stderr, "memsnap: fast path: generic path used (fast_build.cpp:%d)\n", b.line);
+    // Where the fast path gave up (for profiling real files).
+    if (diag && *diag) (*diag)("fast path: generic path used (" + fast::where(b) + ")");
     return std::nullopt;
   }
 }
@@ -278,27 +279,27 @@ std::optional<FastResult> fast_build(std::span<const uint8_t> input, util::Memor
 }
 
 std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryBudget* budget,
-                                     const ProgressFn* progress) {
+                                     const ProgressFn* progress, const FastOptions& options) {
+  const fast::Diagnostics* diag = options.diagnostics;
   if (!source.streaming()) {
     std::span<const uint8_t> all = source.data();
     // A large input with protocol 4's FRAMEs is parsed in two halves, one on each core, from
     // the mapping; when the second half cannot start or gives up, the first reads on alone
     // (see SplitParse). One without FRAMEs is read ahead on the second core.
-    // MEMSNAP_SPLIT=0 turns the split off (to compare, or to measure).
+    // One thread (LoadOptions::threads, the CLI's MEMSNAP_SPLIT=0) turns it off.
     SplitOptions split;
-    const char* env = std::getenv("MEMSNAP_SPLIT");
     bool framed = all.size() > 11 && all[0] == pickle::op::PROTO && all[1] >= 4 && all[2] == pickle::op::FRAME;
-    if (all.size() >= split.from && framed && std::thread::hardware_concurrency() > 1 && !(env && *env == '0'))
-      return build(all, nullptr, nullptr, nullptr, budget, progress, all.size(), split);
+    if (all.size() >= split.from && framed && options.threads > 1)
+      return build(all, nullptr, nullptr, nullptr, budget, progress, all.size(), split, diag);
     auto ahead = source.read_ahead();
     // The window counts against --max-memory while the parse reads it. Under a bound of less
     // than half the file (tight: the model alone may need that much) the mapping serves
     // alone, as it did before there was a window, and the bound passes or fails as it did.
     if (ahead && budget && budget->left() < std::max<uint64_t>(all.size() / 2, ahead->window_bytes())) ahead.reset();
-    if (!ahead) return fast_build(all, budget, progress);
+    if (!ahead) return build(all, nullptr, nullptr, nullptr, budget, progress, all.size(), SplitOptions::none(), diag);
     if (budget) budget->set(util::Account::Input, ahead->window_bytes());
     std::span<const uint8_t> now(ahead->base(), ahead->wait_for(1));
-    auto out = build(now, nullptr, ahead.get(), all.data(), budget, progress, all.size());
+    auto out = build(now, nullptr, ahead.get(), all.data(), budget, progress, all.size(), {}, diag);
     if (budget) budget->set(util::Account::Input, 0);
     return out;
   }
@@ -319,7 +320,7 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
       };
     if (budget) budget->set(util::Account::Input, ahead->window_bytes());
     std::span<const uint8_t> now(ahead->base(), ahead->wait_for(1));
-    auto out = build(now, nullptr, ahead.get(), nullptr, budget, &stored, UINT64_MAX);
+    auto out = build(now, nullptr, ahead.get(), nullptr, budget, &stored, UINT64_MAX, {}, diag);
     ahead.reset();
     if (budget) budget->set(util::Account::Input, 0);
     if (out && stored) (*progress)(*out->decoded_bytes, *out->decoded_bytes);
@@ -333,7 +334,7 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
       if (auto total = source.decoded_size()) (*progress)(std::min(done, *total), *total);
     };
   std::span<const uint8_t> now(source.begin(), source.wait_for(1));
-  auto out = build(now, &source, nullptr, nullptr, budget, &parsed, UINT64_MAX);
+  auto out = build(now, &source, nullptr, nullptr, budget, &parsed, UINT64_MAX, {}, diag);
   if (out && parsed) {
     source.wait_for(SIZE_MAX);
     parsed(UINT64_MAX, 0);  // done: a parse that ended before the decoder still shows its end

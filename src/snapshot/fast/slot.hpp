@@ -3,7 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
+#include <functional>
+#include <string>
 
 #include "memsnap/snapshot/model.hpp"
 #include "roles.hpp"
@@ -81,13 +82,13 @@ struct Bail {
                                                         const char* file = __builtin_FILE()) {
   throw Bail{line, file};
 }
-// MEMSNAP_FAST_DEBUG=1: where the fast path gave up, and how a split parse went.
-inline bool fast_debug() {
-  static const bool on = [] {
-    const char* d = std::getenv("MEMSNAP_FAST_DEBUG");
-    return d && *d == '1';
-  }();
-  return on;
+/// Where the fast path says what it chose (LoadOptions::diagnostics).
+using Diagnostics = std::function<void(const std::string&)>;
+/// "containers.cpp:123" for a Bail's source line.
+inline std::string where(const Bail& b) {
+  std::string f = b.file ? b.file : "?";
+  size_t slash = f.rfind('/');
+  return (slash == std::string::npos ? f : f.substr(slash + 1)) + ":" + std::to_string(b.line);
 }
 
 // Thrown by the second half of a split parse at the first opcode below the context it was

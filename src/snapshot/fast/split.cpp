@@ -79,7 +79,7 @@ struct FastBuilder::Split {
   std::atomic<bool> cancel{false};
   std::unique_ptr<FastBuilder> tail;
   bool tail_ok = false;
-  int bail_line = 0;                             // where the second half gave up (MEMSNAP_FAST_DEBUG)
+  std::string bail_at;                           // where the second half gave up (diagnostics)
   std::chrono::steady_clock::time_point t0, t1;  // the second half's start and end (the same)
   std::thread thread;
   ~Split() {
@@ -128,7 +128,7 @@ void FastBuilder::plan_split(const SplitOptions& o) {
       } catch (const TailStop&) {
         raw->tail_ok = true;
       } catch (const Bail& gave_up) {
-        raw->bail_line = gave_up.line;
+        raw->bail_at = where(gave_up);
       } catch (...) {
       }
     });
@@ -302,16 +302,17 @@ void FastBuilder::take_tail() {
   if (!exact) sp->cancel = true;
   auto arrived = std::chrono::steady_clock::now();
   sp->thread.join();
-  if (fast_debug()) {
-    auto ms = [&](auto a) { return std::chrono::duration<double, std::milli>(a - sp->t0).count(); };
-    std::fprintf(stderr,
-                 "memsnap: fast path: second half ran %.1f ms; the first half reached it at %.1f ms\n"
-                 "memsnap: fast path: split at %llu: %s (fast_build.cpp:%d)\n",
-                 ms(sp->t1), ms(arrived), (unsigned long long)sp->start.load(),
-                 !exact        ? "not met between opcodes"
-                 : sp->tail_ok ? "second half done"
-                               : "second half gave up",
-                 sp->bail_line);
+  if (diag_) {
+    auto ms = [&](auto t) { return std::chrono::duration<double, std::milli>(t - sp->t0).count(); };
+    char line[160];
+    std::snprintf(line, sizeof line, "fast path: second half ran %.1f ms; the first half reached it at %.1f ms",
+                  ms(sp->t1), ms(arrived));
+    (*diag_)(line);
+    (*diag_)("fast path: split at " + std::to_string(sp->start.load()) + ": " +
+             (!exact        ? "not met between opcodes"
+              : sp->tail_ok ? "second half done"
+                            : "second half gave up") +
+             (sp->bail_at.empty() ? "" : " (" + sp->bail_at + ")"));
   }
   if (!exact || !sp->tail_ok) return;
   size_t m = 0;
@@ -319,9 +320,12 @@ void FastBuilder::take_tail() {
   std::vector<uint32_t> resolved;
   if (!tail_fits(*sp->tail, m, trace_rec) || !resolve_deferred(*sp, resolved)) return;
   join_tail(*sp, m, trace_rec, resolved);
-  if (fast_debug())
-    std::fprintf(stderr, "memsnap: fast path: took the second half's work in %.1f ms\n",
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
+  if (diag_) {
+    char line[96];
+    std::snprintf(line, sizeof line, "fast path: took the second half's work in %.1f ms",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
+    (*diag_)(line);
+  }
 }
 
 // Whether the two halves meet as the second assumed: this half is in an event list's batch
