@@ -8,13 +8,13 @@
 // row's type checks still name it. When the files are kept, each file's document is
 // written back as text while it is read (the layout write_analyze_json gives), in its
 // own key order.
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "json_util.hpp"
 #include "memsnap/report/check.hpp"
+#include "memsnap/report/escape.hpp"
 #include "memsnap/report/fleet.hpp"
 #include "memsnap/util/version.hpp"
 
@@ -202,33 +202,7 @@ class TextWriter {
     out += l.object ? '}' : ']';
   }
   size_t depth() const { return levels_.size(); }
-  /// A JSON string as nlohmann's dump writes it (the parser has checked that it is UTF-8).
-  static std::string escape(const std::string& s) {
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    for (unsigned char c : s) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-          if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-          } else {
-            out += char(c);
-          }
-      }
-    }
-    out += '"';
-    return out;
-  }
+  static std::string escape(const std::string& s) { return json_quote(s); }
 
  private:
   struct Level {

@@ -11,7 +11,7 @@
 # The distinct files are generated once under $MEMSNAP_BENCH_DIR/fleet (default
 # /tmp/memsnap-bench), under `nice`; the fleet's files are hard links to them, so the figures are
 # those of files in the page cache, as on a node that has just written them. Each timed run is
-# `memsnap check --max-peak 1PiB --no-oom -j N` over the whole fleet (every file loaded and
+# `memsnap check --max-peak 1024TiB --no-oom -j N` over the whole fleet (every file loaded and
 # analysed; the limit passes), not niced; before each one the script waits (up to WAIT seconds,
 # default 120) for the 1-minute load average to fall below LOAD (default 1.0) and prints the
 # load it ran at. Runs alternate between the N of JOBS; the table gives medians.
@@ -74,8 +74,8 @@ def settle():
 
 print("machine: %s, %d cores" % (open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip(),
                                  os.cpu_count()))
-print("| fleet | -j | wall (median of %d) | MB/s | CPU | peak RSS | load at start |" % runs)
-print("|---|---:|---:|---:|---:|---:|---:|")
+print("| fleet | -j | wall (median of %d) | MB/s | CPU (user + sys) | MB per CPU second | peak RSS | load at start |" % runs)
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for fleet in fleets:
     files = sorted(glob.glob(os.path.join(d, fleet, "rank*.pickle")))
     mb = sum(os.path.getsize(f) for f in files) / 1e6
@@ -87,7 +87,7 @@ for fleet in fleets:
             l = settle()
             r0 = os.times()
             t0 = time.monotonic()
-            p = subprocess.run(probe + [memsnap, "check", "--max-peak", "1PiB", "--no-oom", "-q", "-j", str(j)] + files,
+            p = subprocess.run(probe + [memsnap, "check", "--max-peak", "1024TiB", "--no-oom", "-q", "-j", str(j)] + files,
                                stderr=subprocess.PIPE)
             wall = time.monotonic() - t0
             r1 = os.times()
@@ -98,7 +98,8 @@ for fleet in fleets:
                            rss, l))
     for j in jobs:
         wall = statistics.median(r[0] for r in res[j])
-        print("| %d x %.0f MB | %d | %.2f s | %.0f | %.2f s | %.0f MiB | %.2f |" % (
-            len(files), mb / len(files), j, wall, mb / wall, statistics.median(r[1] for r in res[j]),
-            max(r[2] for r in res[j]), max(r[3] for r in res[j])))
+        cpu = statistics.median(r[1] for r in res[j])
+        print("| %d x %.0f MB | %d | %.2f s | %.0f | %.2f s | %.0f | %.0f MiB | %.2f |" % (
+            len(files), mb / len(files), j, wall, mb / wall, cpu, mb / cpu, max(r[2] for r in res[j]),
+            max(r[3] for r in res[j])))
 PY
