@@ -111,6 +111,7 @@ struct Analyzer {
       out.trace.first_mismatch = replay->first_mismatch();
       out.trace.window_starts_mid_run = replay->window_starts_mid_run();
       out.trace.estimated_blocks = replay->estimated_blocks();
+      out.trace.layout = replay->layout_check();
     }
     out.trace.dropped = dropped_events(ctx.snap.settings, out.trace);
     if (at) {

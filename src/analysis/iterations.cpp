@@ -159,9 +159,14 @@ Periodicity score(const Sampled& c, size_t n, std::vector<size_t>& suffix) {
   suffix.assign(hits.size() + 1, 0);
   for (size_t k = hits.size(); k-- > 0;) suffix[k] = suffix[k + 1] + hits[k];
   std::vector<std::pair<size_t, double>> starts;  // (position, ratio from there on)
-  for (size_t part = 0; part < 16; ++part) {
-    size_t k = hits.size() * part / 16;
-    if (k >= hits.size() || n - k * c.stride < 3 * c.p) break;
+  // Sixteen evenly spaced starts; a short window (three or four periods after a warm-up)
+  // tries every sample, so the periodic part is not missed between two coarse starts.
+  const size_t parts = hits.size() <= 256 ? hits.size() : 16;
+  for (size_t part = 0; part < parts; ++part) {
+    size_t k = hits.size() * part / parts;
+    // At least two periods from the start on: three steps whose first differs (optimizer
+    // state made in step one) leave two alike.
+    if (k >= hits.size() || n - k * c.stride < 2 * c.p) break;
     starts.emplace_back(k * c.stride, double(suffix[k]) / double(hits.size() - k));
     out.ratio = std::max(out.ratio, starts.back().second);
   }
@@ -761,16 +766,19 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
   if (us_gaps.size() == ev_gaps.size()) it.period_us = double(median(us_gaps));
   if (level_u.size() != it.boundaries.size()) level_u = allocated_before(replay, it.boundaries);  // not judged here
   std::vector<double> level(level_u.begin(), level_u.end());
-  // Theil-Sen: the median of the slopes between every pair of iterations, so
-  // one-off allocations (optimizer state in the first step) do not bend it.
-  std::vector<double> sample;
-  size_t step = std::max<size_t>(1, level.size() / 400);
-  for (size_t j = 0; j < level.size(); j += step) sample.push_back(level[j]);
-  std::vector<double> slopes;
-  if (size_t n = sample.size(); n >= 2) slopes.reserve(n * (n - 1) / 2);  // one slope a pair
-  for (size_t a = 0; a < sample.size(); ++a)
-    for (size_t b = a + 1; b < sample.size(); ++b) slopes.push_back((sample[b] - sample[a]) / double((b - a) * step));
-  it.growth_bytes_per_iteration = median(slopes);
+  // The median of the steps from one iteration to the next, so one-off allocations
+  // (optimizer state in the first step) do not bend it; of two middle steps, the one
+  // nearer zero (a steady run with one rising step does not grow).
+  std::vector<double> steps;
+  size_t stride = std::max<size_t>(1, level.size() / 4000);
+  for (size_t j = stride; j < level.size(); j += stride) steps.push_back((level[j] - level[j - stride]) / double(stride));
+  if (!steps.empty()) {
+    std::sort(steps.begin(), steps.end());
+    size_t n = steps.size();
+    double g = steps[n / 2];
+    if (n % 2 == 0 && std::abs(steps[n / 2 - 1]) < std::abs(g)) g = steps[n / 2 - 1];
+    it.growth_bytes_per_iteration = g;
+  }
   size_t rising = 0;
   for (size_t j = 1; j < level.size(); ++j) rising += level[j] > level[j - 1];
   it.rising_share = level.size() > 1 ? double(rising) / double(level.size() - 1) : 0;

@@ -35,7 +35,9 @@ void measure(const Context& ctx, const snapshot::Device& d, const Accounting& a,
   FitsAnswer fit = would_fit(d, ctx.snap.settings, {r.requested_bytes, r.stream});
   r.pool = fit.pool;
   r.expandable = fit.expandable;
-  r.segment_request_bytes = fit.expandable ? fit.new_segment_bytes : rules::segment_size_for(r.requested_bytes);
+  // PyTorch prints get_allocation_size(rounded) whatever the segments' kind (c10 malloc's alloc_size).
+  r.segment_request_bytes = rules::segment_size_for(r.requested_bytes);
+  r.map_bytes = fit.expandable ? fit.new_segment_bytes : r.segment_request_bytes;
   r.free_cached_same_pool_bytes = fit.free_bytes;
   r.largest_free_block_bytes = fit.largest_free_block_bytes;
   r.cached_block_could_serve = fit.served_from_cache;
@@ -59,7 +61,7 @@ void decide(const snapshot::AllocatorSettings& settings, bool expandable_regime,
     if (!expandable_on) fix(OomFix::ExpandableSegments);
     if (!r.pinning_sites.empty()) fix(OomFix::FreePinningTensors);
   }
-  if (r.device_free_bytes && *r.device_free_bytes >= rounded && *r.device_free_bytes < r.segment_request_bytes) {
+  if (r.device_free_bytes && *r.device_free_bytes >= rounded && *r.device_free_bytes < r.map_bytes) {
     r.causes.push_back(OomCause::SegmentRounding);
     fix(expandable_on ? OomFix::MoreHeadroom : OomFix::ExpandableSegments);
   }

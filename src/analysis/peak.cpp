@@ -49,11 +49,26 @@ Peaks find_peaks(const Context& ctx, const Replay& replay, size_t top_sites) {
     peak.allocated_bytes = p->totals.allocated;
     peak.active_bytes = p->totals.active;
     peak.reserved_bytes = p->totals.reserved;
-    peak.top_sites = sites_by_bytes(ctx, replay.state_after(p->event).device, top_sites);
+    if (replay.allocated_peak_at_window_start()) {
+      // max_memory_allocated() over the window counts the state it opened with.
+      const Totals& t = replay.start_totals();
+      peak.event_index = 0;
+      peak.time_us = std::nullopt;
+      peak.allocated_bytes = t.allocated;
+      peak.active_bytes = t.active;
+      peak.reserved_bytes = t.reserved;
+      peak.at_window_start = true;
+      peak.top_sites = sites_by_bytes(ctx, replay.state_at_start().device, top_sites);
+    } else {
+      peak.top_sites = sites_by_bytes(ctx, replay.state_after(p->event).device, top_sites);
+    }
     out.allocated = std::move(peak);
   }
-  if (const auto& p = replay.peak_reserved())
+  if (const auto& p = replay.peak_reserved()) {
     out.reserved = PeakReserved{p->event, time_of(p->event), p->totals.reserved};
+    if (replay.reserved_peak_at_window_start())
+      out.reserved = PeakReserved{0, std::nullopt, replay.start_totals().reserved, true};
+  }
   return out;
 }
 

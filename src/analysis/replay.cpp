@@ -136,6 +136,8 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
   std::vector<LiveRange> start_live;
   undo(start_live, start_segments_);
   starts_mid_run_ = !start_live.empty() || !start_segments_.empty();
+  AllocatorModel model(ModelSettings::from(ctx_.snap.settings));
+  seed_model(model, start_live);
   ranges_.reserve(start_live.size());
   start_info_.reserve(start_live.size());
   for (const LiveRange& r : start_live) {
@@ -145,9 +147,99 @@ Replay::Replay(const Context& ctx, const snapshot::Device& device, const ReplayO
         Stored{kWindowStart, kNever, kNever, encode_size(id, r.size, r.size_exact, r.pending_at_start), 0});
   }
   first_window_range_ = static_cast<uint32_t>(ranges_.size());
-  sweep(options);
+  sweep(options, model);
   exact_size_ = {};  // the sweep's alone
   ranges_.trim();
+  if (peak_allocated_ && starts_mid_run_) {
+    // Ties go to the window's start: it comes first, as max_memory_allocated() saw it first.
+    start_peak_allocated_ = start_totals_.allocated > 0 && start_totals_.allocated >= peak_allocated_->totals.allocated;
+    start_peak_reserved_ = start_totals_.reserved > 0 && start_totals_.reserved >= peak_reserved_->totals.reserved;
+  }
+  check_layout(model);
+}
+
+namespace {
+PoolKey pool_key(uint64_t stream, Pool pool, const int64_t* pool_id = nullptr) {
+  return PoolKey{stream, pool == Pool::Small, pool_id ? pool_id[0] : 0, pool_id ? pool_id[1] : 0};
+}
+ModelState model_state(BlockState s) {
+  switch (s) {
+    case BlockState::ActiveAllocated: return ModelState::Allocated;
+    case BlockState::ActivePendingFree: return ModelState::Pending;
+    default: return ModelState::Free;
+  }
+}
+}  // namespace
+
+// The rewound start state into the model: its segments, then its live blocks. A block live
+// at the start with no dumped size was sized from its request; the free space after it is
+// part of it when the allocator could not have split that much off (should_split), since
+// every free block of a pool is at least what a split leaves.
+void Replay::seed_model(AllocatorModel& model, std::vector<LiveRange>& start_live) {
+  for (const auto& [addr, seg] : start_segments_)
+    model.add_segment(addr, seg.end - addr, pool_key(seg.stream, seg.pool, seg.pool_id), seg.expandable);
+  const auto& mss = ctx_.snap.settings.max_split_size;
+  for (size_t k = 0; k < start_live.size(); ++k) {
+    LiveRange& r = start_live[k];
+    auto seg = containing(start_segments_, r.addr);
+    if (!r.size_exact && seg != start_segments_.end() && seg->second.pool != Pool::Small && !seg->second.expandable) {
+      uint64_t limit = seg->second.end;
+      if (k + 1 < start_live.size() && start_live[k + 1].addr < limit) limit = start_live[k + 1].addr;
+      uint64_t gap = limit > r.addr + r.size ? limit - (r.addr + r.size) : 0;
+      bool whole = mss && r.size >= *mss;
+      if (gap > 0 && gap <= rules::kSmallSize && !whole) {
+        r.size += gap;  // a remainder of 1 MiB or less stays in the block
+        r.size_exact = true;
+      } else if (!whole) {
+        r.size_exact = true;  // a larger remainder was split off: the rounded request is the block
+      }
+    } else if (!r.size_exact && seg != start_segments_.end()) {
+      r.size_exact = true;  // small pool and expandable segments split any remainder
+    }
+    if (!model.place(r.addr, r.size, r.pending_at_start ? ModelState::Pending : ModelState::Allocated, r.requested))
+      if (!layout_check_.first_unfollowed_event) layout_check_.first_unfollowed_event = 0;
+  }
+}
+
+// The model's final layout against the dumped segments, block for block.
+void Replay::check_layout(const AllocatorModel& model) {
+  LayoutCheck& c = layout_check_;
+  auto layout = model.layout();
+  std::vector<const snapshot::Segment*> dumped;
+  for (const auto& seg : device_.segments) dumped.push_back(&seg);
+  std::sort(dumped.begin(), dumped.end(), [](auto* a, auto* b) { return a->address < b->address; });
+  auto differ = [&](std::string what) {
+    if (c.first_difference.empty()) c.first_difference = std::move(what);
+  };
+  if (layout.size() != dumped.size())
+    differ("the replay ends with " + std::to_string(layout.size()) + " segments, the dump has " +
+           std::to_string(dumped.size()));
+  for (size_t k = 0; k < std::min(layout.size(), dumped.size()); ++k) {
+    const auto& [addr, blocks] = layout[k];
+    const snapshot::Segment& d = *dumped[k];
+    ++c.segments;
+    if (addr != d.address) {
+      differ("segment " + hex(d.address) + " of the dump is not where the replay has one");
+      continue;
+    }
+    auto dblocks = device_.blocks_of(d);
+    if (blocks.size() != dblocks.size()) {
+      differ("segment " + hex(d.address) + ": the replay has " + std::to_string(blocks.size()) +
+             " blocks, the dump " + std::to_string(dblocks.size()));
+      continue;
+    }
+    size_t j = 0;
+    for (const auto& b : dblocks) {
+      ++c.blocks;
+      const LayoutBlock& m = blocks[j++];
+      if (m.address != b.address || m.size != b.size || m.state != model_state(b.state)) {
+        differ("block " + hex(b.address) + " (" + std::to_string(b.size) + " B) differs from the replay's " +
+               hex(m.address) + " (" + std::to_string(m.size) + " B)");
+        break;
+      }
+    }
+  }
+  c.equal = c.first_difference.empty() && !c.first_unfollowed_event;
 }
 
 uint32_t Replay::encode_size(uint32_t id, uint64_t size, bool exact, bool pending) {
@@ -385,6 +477,8 @@ int64_t Replay::apply_segment_event(SegMap& segs, const TraceEvent& e, std::stri
 
 // The forward sweep's working state.
 struct Replay::SweepState {
+  explicit SweepState(AllocatorModel& m) : model(m) {}
+  AllocatorModel& model;
   FlatMap64<uint32_t> live;  // address -> range id
   SegMap segs;
   // Segments allocs fell in lately, by 2 MiB granule of the address: most allocs land in
@@ -398,10 +492,10 @@ struct Replay::SweepState {
   uint32_t since_checkpoint = 0;
 };
 
-void Replay::sweep(const ReplayOptions& options) {
+void Replay::sweep(const ReplayOptions& options, AllocatorModel& model) {
   const auto& trace = device_.trace;
   const uint32_t n = static_cast<uint32_t>(trace.size());
-  SweepState s;
+  SweepState s(model);
   for (uint32_t id = 0; id < ranges_.size(); ++id) {
     LiveRange r = range(id);
     s.live.try_emplace(r.addr, id);
@@ -430,21 +524,32 @@ void Replay::sweep(const ReplayOptions& options) {
       case Action::SegmentAlloc:
       case Action::SegmentFree:
       case Action::SegmentMap:
-      case Action::SegmentUnmap: {
-        segment_events_.push_back(i);
-        s.seg_hits.fill({});
-        std::string problem;
-        s.t.reserved += static_cast<uint64_t>(apply_segment_event(s.segs, e, &problem));  // two's complement delta
-        reserved_after_.push_back(s.t.reserved);
-        if (!problem.empty()) note(i, std::move(problem));
-        break;
-      }
+      case Action::SegmentUnmap: sweep_segment(s, e, i); break;
       default: break;
     }
     record(s, e, i);
     if (++s.since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), s.live.size()) &&
         i + 1 < n)
       checkpoint(s, i);
+  }
+}
+
+void Replay::sweep_segment(SweepState& s, const TraceEvent& e, uint32_t i) {
+  segment_events_.push_back(i);
+  s.seg_hits.fill({});
+  std::string problem;
+  s.t.reserved += static_cast<uint64_t>(apply_segment_event(s.segs, e, &problem));  // two's complement delta
+  reserved_after_.push_back(s.t.reserved);
+  if (!problem.empty()) note(i, std::move(problem));
+  switch (e.action) {
+    case Action::SegmentAlloc:
+      s.model.add_segment(e.addr, e.size, pool_key(e.stream, guess_pool(e.addr, e.size, e.stream, false)), false);
+      break;
+    case Action::SegmentFree: s.model.remove_segment(e.addr, e.size); break;
+    case Action::SegmentMap:
+      s.model.map(e.addr, e.size, pool_key(e.stream, guess_pool(e.addr, e.size, e.stream, true)));
+      break;
+    default: s.model.unmap(e.addr, e.size); break;
   }
 }
 
@@ -470,6 +575,7 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
     note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
     release(s, *slot, i, true);  // the old block is replaced
     *slot = id;
+    s.model.free_completed(e.addr);
   } else if (auto& hit = s.seg_hits[(e.addr >> 21) & 63]; e.addr < hit.lo || e.addr >= hit.hi) {
     auto seg = containing(s.segs, e.addr);
     if (seg == s.segs.end())
@@ -477,15 +583,18 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
     else
       hit = {seg->first, seg->second.end};
   }
-  uint64_t size;
-  bool exact = true;
+  // The model says how big the block is; a block that survives to the dump has its dumped size.
+  const AllocatorModel::Followed f = s.model.alloc_at(e.addr, rules::round_size(e.size, ctx_.snap.settings), e.size);
+  uint64_t size = f.size;
+  bool exact = f.exact;
   while (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first < i) ++s.next_exact;
   if (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first == i) {
+    exact = exact && size == exact_size_[s.next_exact].second;
     size = exact_size_[s.next_exact].second;
-  } else {
-    size = rules::round_size(e.size, ctx_.snap.settings);
-    exact = false;
+  }
+  if (!exact) {
     ++estimated_blocks_;
+    if (!layout_check_.first_unfollowed_event) layout_check_.first_unfollowed_event = i;
   }
   ranges_.push_back(Stored{i, kNever, kNever, encode_size(id, size, exact, false), encode_before(id, s.t.allocated)});
   s.t.allocated += size;
@@ -502,7 +611,12 @@ void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
   }
   bool completes = e.action != Action::FreeRequested;
   release(s, *id, i, completes);
-  if (completes) s.live.erase_found(id);
+  if (completes) {
+    s.live.erase_found(id);
+    s.model.free_completed(e.addr);
+  } else {
+    s.model.free_requested(e.addr);
+  }
 }
 
 // What consumers read of the totals after event i: peaks and OOMs.

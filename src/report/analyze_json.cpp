@@ -44,13 +44,22 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
                                   ? Json{{"event_index", t.first_mismatch->event}, {"message", t.first_mismatch->what}}
                                   : Json(nullptr);
     trace["estimated_blocks"] = t.estimated_blocks;
+    if (t.layout)
+      trace["layout"] = {{"equal", t.layout->equal},
+                         {"segments_compared", t.layout->segments},
+                         {"blocks_compared", t.layout->blocks},
+                         {"first_difference", t.layout->first_difference.empty()
+                                                  ? Json(nullptr)
+                                                  : Json(t.layout->first_difference)},
+                         {"first_unfollowed_event", opt(t.layout->first_unfollowed_event)}};
   }
   d["trace"] = std::move(trace);
   if (const auto& p = a.peaks.allocated) {
     Json sites = Json::array();
     for (const auto& s : p->top_sites) sites.push_back(site_bytes_json(s));
     d["peak"] = {{"time_us", opt(p->time_us)},
-                 {"event_index", p->event_index},
+                 {"event_index", p->at_window_start ? Json(-1) : Json(p->event_index)},
+                 {"at_window_start", p->at_window_start},
                  {"allocated_bytes", p->allocated_bytes},
                  {"reserved_bytes", p->reserved_bytes},
                  {"active_bytes", p->active_bytes},
@@ -59,7 +68,10 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
     d["peak"] = nullptr;
   }
   if (const auto& r = a.peaks.reserved)
-    d["peak_reserved"] = {{"bytes", r->bytes}, {"event_index", r->event_index}, {"time_us", opt(r->time_us)}};
+    d["peak_reserved"] = {{"bytes", r->bytes},
+                          {"event_index", r->at_window_start ? Json(-1) : Json(r->event_index)},
+                          {"time_us", opt(r->time_us)},
+                          {"at_window_start", r->at_window_start}};
   else
     d["peak_reserved"] = nullptr;
   const auto& it = a.iterations;
@@ -159,6 +171,7 @@ Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& l
           {"stream", r.stream},
           {"requested_bytes", r.requested_bytes},
           {"segment_request_bytes", r.segment_request_bytes},
+          {"map_bytes", r.map_bytes},
           {"device_free_bytes", opt(r.device_free_bytes)},
           {"reserved_bytes", r.reserved_bytes},
           {"allocated_bytes", r.allocated_bytes},

@@ -42,13 +42,17 @@ void site_row(std::ostream& out, const std::string& raw, size_t site_w, const st
 void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin, size_t width) {
   const auto& p = *d.peaks.allocated;
   std::string line = human_bytes(p.allocated_bytes) + " allocated, " + human_bytes(p.reserved_bytes) +
-                     " reserved, at event " + with_commas(p.event_index);
+                     " reserved, " +
+                     (p.at_window_start ? std::string("when the recorded window opened")
+                                        : "at event " + with_commas(p.event_index));
   std::string t = at_time(p.time_us, origin);
   if (!t.empty()) line += " (" + t + ")";
   if (d.peaks.reserved && d.peaks.reserved->bytes > p.reserved_bytes) {
     const auto& r = *d.peaks.reserved;
     std::string rt = at_time(r.time_us, origin);
-    line += "; reserved peaks at " + human_bytes(r.bytes) + " at event " + with_commas(r.event_index) +
+    line += "; reserved peaks at " + human_bytes(r.bytes) + " " +
+            (r.at_window_start ? std::string("when the recorded window opened")
+                               : "at event " + with_commas(r.event_index)) +
             (rt.empty() ? std::string() : " (" + rt + ")");
   }
   if (d.trace.dropped != analysis::DroppedEvents::NotShown)
@@ -150,9 +154,22 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot
     out << pad << wrap(dropped, kHead, kHead, width) << '\n';
     if (d.ooms.explained.empty()) out << pad << wrap(kExplainFromDump, kHead, kHead, width) << '\n';
   }
-  if (t.consistent) {
+  if (t.consistent && t.layout && t.layout->equal) {
+    out << pad
+        << wrap("replay: ends on the dumped layout, block for block (" + with_commas(t.layout->blocks) +
+                    " blocks): every figure below is the allocator's own",
+                kHead, kHead, width)
+        << '\n';
+  } else if (t.consistent) {
     std::string line = "replay: consistent with the dumped state";
-    if (t.estimated_blocks) line += " (" + with_commas(t.estimated_blocks) + " block sizes inferred)";
+    if (t.layout && !t.layout->equal) {
+      line += ", but its layout parts from the dump";
+      if (t.layout->first_unfollowed_event)
+        line += " from event " + with_commas(*t.layout->first_unfollowed_event);
+      if (!t.layout->first_difference.empty()) line += " (" + t.layout->first_difference + ")";
+    }
+    if (t.estimated_blocks)
+      line += "; " + with_commas(t.estimated_blocks) + " block sizes inferred, figures may be low by up to 1 MiB each";
     out << pad << wrap(line, kHead, kHead, width) << '\n';
   } else if (t.first_mismatch) {
     out << pad
@@ -211,7 +228,7 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
     };
     line("request", human_bytes(r.requested_bytes) + " (rounded) on stream " + stream_name(r.stream) + ", " +
                         snapshot::to_string(r.pool) + " pool; needed " +
-                        (r.expandable ? human_bytes(r.segment_request_bytes) + " of new pages"
+                        (r.expandable ? human_bytes(r.map_bytes) + " of new pages"
                                       : "a new " + human_bytes(r.segment_request_bytes) + " segment"));
     if (r.from_trace) line("from", term(r.site, 512));
     std::string state = "reserved " + human_bytes(r.reserved_bytes) + ", allocated " + human_bytes(r.allocated_bytes) +

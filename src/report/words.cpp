@@ -288,7 +288,7 @@ std::string cause_evidence(OomCause cause, const OomReport& r, const std::vector
     }
     case OomCause::SegmentRounding: {
       std::string what = r.expandable
-                             ? human_bytes(r.segment_request_bytes) + " of new pages for it (expandable segments map " +
+                             ? human_bytes(r.map_bytes) + " of new pages for it (expandable segments map " +
                                    (r.pool == snapshot::Pool::Small ? "2 MiB" : "20 MiB") + " pages in the " +
                                    snapshot::to_string(r.pool) + " pool)"
                              : "a " + human_bytes(r.segment_request_bytes) + " segment for it" +

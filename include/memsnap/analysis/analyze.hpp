@@ -71,6 +71,8 @@ struct TraceSummary {
   bool window_starts_mid_run = false;
   DroppedEvents dropped = DroppedEvents::NotShown;
   uint64_t estimated_blocks = 0;
+  /// The replayed final layout against the dump (set when the trace was replayed).
+  std::optional<LayoutCheck> layout;
 };
 
 struct DeviceAnalysis {

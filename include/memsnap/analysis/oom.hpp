@@ -86,7 +86,11 @@ struct OomReport {
   snapshot::Pool pool = snapshot::Pool::Unknown;
   bool expandable = false;             // decided under expandable segments
   uint64_t requested_bytes = 0;        // the rounded request the oom event records
-  uint64_t segment_request_bytes = 0;  // what the allocator needed to map: the message's "Tried to allocate"
+  /// get_allocation_size(rounded): the message's "Tried to allocate", with expandable segments too.
+  uint64_t segment_request_bytes = 0;
+  /// What the allocator had to get from the device: the segment, or with expandable
+  /// segments the pages still to map after the free block it grows.
+  uint64_t map_bytes = 0;
   std::optional<uint64_t> device_free_bytes;
   std::optional<uint64_t> capacity_bytes;  // --capacity
   uint64_t reserved_bytes = 0, allocated_bytes = 0, active_bytes = 0;

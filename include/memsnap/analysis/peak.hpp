@@ -26,6 +26,9 @@ struct Peak {
   uint64_t active_bytes = 0;
   uint64_t reserved_bytes = 0;
   std::vector<SiteBytes> top_sites;  // live at the peak, largest first
+  /// The peak is the state when the recorded window opened (older events were dropped and
+  /// memory was higher then than after any recorded event); event_index is then 0.
+  bool at_window_start = false;
 };
 
 /// The reserved peak: where reserved memory was highest (it can exceed the reserved
@@ -34,6 +37,7 @@ struct PeakReserved {
   uint32_t event_index = 0;
   std::optional<int64_t> time_us;
   uint64_t bytes = 0;
+  bool at_window_start = false;  // as Peak::at_window_start
 };
 
 struct Peaks {

@@ -26,14 +26,19 @@
 // at their peaks and at every OOM; TotalsCursor recomputes them after every event
 // from the ranges, in one forward pass.
 //
-// Sizes: a block that survives to the dump has its exact size. A block that was
-// allocated and freed inside the window only left its requested size in the
-// trace; its size is then the allocator's rounding of that request. That is exact
-// in the small pool and under expandable segments (both split any remainder of
-// 512 B or more); in the large pool a block is handed out whole when less than
-// 1 MiB (or, at or above max_split_size, 20 MiB) would remain, so the true block
-// may be larger by up to that much. Such blocks are counted as estimated, and
-// size_uncertainty() bounds the error for a set of them.
+// Sizes: the trace says where each block went, the allocator model
+// (allocator_model.hpp) says how big it was. The sweep carries an AllocatorModel
+// in follow mode from the rewound start state: at each alloc it finds the free
+// block at the alloc's address and applies should_split, so a block handed out
+// whole (a large-pool remainder of 1 MiB or less, a block of max_split_size or
+// more) counts all its bytes, as torch.cuda.memory_allocated() does. A block that
+// survives to the dump has the dumped size. Blocks live at the window's start
+// with no dumped size take the free space after their rounded request when it
+// is too small to have been split off. At the end the model's layout is compared
+// with the dumped segments block for block (layout_check()): equal, the figures
+// at every event are the allocator's own; where the model could not follow the
+// trace (an alloc where it holds no free block) the block is counted as
+// estimated and size_uncertainty() bounds the error.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/analysis/allocator_model.hpp"
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/snapshot/model.hpp"
 #include "memsnap/util/flat_map.hpp"
@@ -95,6 +101,15 @@ struct ReplayMismatch {
 struct TotalsAt {
   uint32_t event = 0;
   Totals totals;
+};
+
+/// The replayed final layout against the dumped segments.
+struct LayoutCheck {
+  bool equal = false;
+  uint64_t segments = 0, blocks = 0;  // compared
+  std::string first_difference;       // empty when equal
+  /// The first event the model could not follow (an alloc where it held no free block).
+  std::optional<uint32_t> first_unfollowed_event;
 };
 
 struct ReplayOptions {
@@ -169,6 +184,12 @@ class Replay {
   /// The most allocated bytes after any event (the first such event), and likewise reserved.
   const std::optional<TotalsAt>& peak_allocated() const { return peak_allocated_; }
   const std::optional<TotalsAt>& peak_reserved() const { return peak_reserved_; }
+  /// Whether the state when the recorded window opened (before event 0, with something
+  /// already live or reserved) was above every event's: then it is the peak.
+  bool allocated_peak_at_window_start() const { return start_peak_allocated_; }
+  bool reserved_peak_at_window_start() const { return start_peak_reserved_; }
+  /// The replayed final layout compared with the dump.
+  const LayoutCheck& layout_check() const { return layout_check_; }
   /// Totals right after every oom event, in order.
   const std::vector<TotalsAt>& ooms() const { return ooms_; }
 
@@ -215,6 +236,7 @@ class Replay {
   uint32_t encode_before(uint32_t id, uint64_t allocated_before);
 
   struct SweepState;
+  void sweep_segment(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void undo(std::vector<LiveRange>& start_live, SegMap& segs);
   // A block the undo holds live: where its facts are (8 bytes, not a LiveRange: the map is
   // probed once per block event, and most entries are erased again a few events later).
@@ -226,7 +248,7 @@ class Replay {
   void undo_block_event(FlatMap64<Undone>& live, const std::vector<LiveRange>& dumped, snapshot::Action action,
                         uint64_t addr, uint32_t i);
   void undo_segment_event(SegMap& segs, const snapshot::TraceEvent& e, uint32_t i);
-  void sweep(const ReplayOptions& options);
+  void sweep(const ReplayOptions& options, AllocatorModel& model);
   void sweep_alloc(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void sweep_free(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void release(SweepState& s, uint32_t id, uint32_t i, bool completes);
@@ -270,6 +292,10 @@ class Replay {
   };
   std::vector<Checkpoint> checkpoints_;
   std::optional<TotalsAt> peak_allocated_, peak_reserved_;
+  bool start_peak_allocated_ = false, start_peak_reserved_ = false;
+  LayoutCheck layout_check_;
+  void seed_model(AllocatorModel& model, std::vector<LiveRange>& start_live);
+  void check_layout(const AllocatorModel& model);
   std::vector<TotalsAt> ooms_;
 };
 

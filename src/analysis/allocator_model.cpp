@@ -1,0 +1,581 @@
+// The caching allocator's rules as one model: following a trace and simulating one.
+#include "memsnap/analysis/allocator_model.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "memsnap/util/units.hpp"
+
+namespace memsnap::analysis {
+
+using rules::kLargeBuffer;
+using rules::kMinBlockSize;
+using rules::kSmallBuffer;
+using rules::kSmallSize;
+
+namespace {
+constexpr uint64_t kNone = ModelBlock::kNone;
+
+snapshot::Pool pool_of(const PoolKey& k) {
+  return k.small ? snapshot::Pool::Small : snapshot::Pool::Large;
+}
+uint64_t page_of(const PoolKey& k) {
+  return k.small ? kSmallBuffer : kLargeBuffer;
+}
+uint64_t round_up(uint64_t v, uint64_t to) {
+  return v > UINT64_MAX - to ? UINT64_MAX / to * to : (v + to - 1) / to * to;
+}
+}  // namespace
+
+ModelSettings ModelSettings::from(const snapshot::AllocatorSettings& s) {
+  ModelSettings m;
+  m.expandable_segments = s.expandable_segments;
+  m.max_split_size = s.max_split_size;
+  m.roundup_power2_divisions = s.roundup_power2_divisions;
+  m.garbage_collection_threshold = s.garbage_collection_threshold;
+  return m;
+}
+
+snapshot::AllocatorSettings ModelSettings::as_allocator_settings() const {
+  snapshot::AllocatorSettings s;
+  s.expandable_segments = expandable_segments;
+  s.max_split_size = max_split_size;
+  s.roundup_power2_divisions = roundup_power2_divisions;
+  s.garbage_collection_threshold = garbage_collection_threshold;
+  return s;
+}
+
+std::optional<std::string> apply_setting(ModelSettings& s, const std::string& kv) {
+  auto colon = kv.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == kv.size())
+    return "expected KEY:VALUE as in PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True";
+  std::string key = kv.substr(0, colon), value = kv.substr(colon + 1);
+  auto number = [&](uint64_t max) -> std::optional<uint64_t> {
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size() || v > max) return std::nullopt;
+    return v;
+  };
+  if (key == "expandable_segments") {
+    if (value == "True" || value == "true" || value == "1") return s.expandable_segments = true, std::nullopt;
+    if (value == "False" || value == "false" || value == "0") return s.expandable_segments = false, std::nullopt;
+    return "expandable_segments takes True or False, not '" + value + "'";
+  }
+  if (key == "max_split_size_mb") {
+    auto v = number(uint64_t{1} << 40);
+    if (!v) return "max_split_size_mb takes a number of MiB, not '" + value + "'";
+    // CUDAAllocatorConfig: at least kLargeBuffer; SIZE_MAX (no limit) when absent.
+    s.max_split_size = std::max<uint64_t>(*v << 20, kLargeBuffer);
+    return std::nullopt;
+  }
+  if (key == "roundup_power2_divisions") {
+    auto v = number(1u << 16);
+    if (!v || (*v != 0 && (*v & (*v - 1)) != 0))
+      return "roundup_power2_divisions takes a power of two (or 0), not '" + value + "'";
+    s.roundup_power2_divisions.clear();
+    for (uint64_t mib = 1; mib <= 32768; mib *= 2) s.roundup_power2_divisions.push_back({mib, *v});
+    return std::nullopt;
+  }
+  if (key == "garbage_collection_threshold") {
+    double v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size() || !(v > 0.0 && v < 1.0))
+      return "garbage_collection_threshold takes a number between 0 and 1 (exclusive), not '" + value + "'";
+    s.garbage_collection_threshold = v;
+    return std::nullopt;
+  }
+  return "unknown setting '" + key +
+         "' (known: expandable_segments, max_split_size_mb, roundup_power2_divisions, "
+         "garbage_collection_threshold)";
+}
+
+AllocatorModel::AllocatorModel(ModelSettings settings, bool simulate)
+    : settings_(std::move(settings)), simulate_(simulate) {}
+
+// ---------------------------------------------------------------- bookkeeping
+
+void AllocatorModel::index_free(uint64_t addr, const ModelBlock& b, bool add) {
+  if (!simulate_) return;
+  auto seg = segments_.find(b.segment);
+  if (seg == segments_.end()) return;
+  auto key = std::tuple{seg->second.pool, b.size, addr};
+  if (add)
+    free_.insert(key);
+  else
+    free_.erase(key);
+}
+
+void AllocatorModel::adjust_segment_active(uint64_t seg_addr, int64_t delta) {
+  auto it = segments_.find(seg_addr);
+  if (it == segments_.end()) return;
+  t_.stranded -= segment_stranded(it->second);
+  it->second.active += static_cast<uint64_t>(delta);
+  t_.stranded += segment_stranded(it->second);
+}
+
+// Moves a block between states, keeping the totals and the free index.
+void AllocatorModel::set_state(uint64_t addr, ModelBlock& b, ModelState s) {
+  if (b.state == s) return;
+  auto live = [](ModelState x) { return x != ModelState::Free; };
+  if (b.state == ModelState::Free) index_free(addr, b, false);
+  if (b.state == ModelState::Allocated) t_.allocated -= b.size;
+  if (s == ModelState::Allocated) t_.allocated += b.size;
+  if (live(b.state) != live(s)) {
+    int64_t d = live(s) ? static_cast<int64_t>(b.size) : -static_cast<int64_t>(b.size);
+    t_.active += static_cast<uint64_t>(d);
+    adjust_segment_active(b.segment, d);
+  }
+  b.state = s;
+  if (s == ModelState::Free) index_free(addr, b, true);
+}
+
+// Cuts the block at addr after first_size bytes; the rest is a block of the same state.
+void AllocatorModel::split(uint64_t addr, uint64_t first_size) {
+  ModelBlock b = *blocks_.find(addr);
+  if (b.state == ModelState::Free) index_free(addr, b, false);
+  ModelBlock rest = b;
+  rest.size = b.size - first_size;
+  rest.prev = addr;
+  uint64_t rest_addr = addr + first_size;
+  b.size = first_size;
+  b.next = rest_addr;
+  if (rest.next != kNone)
+    if (ModelBlock* n = blocks_.find(rest.next)) n->prev = rest_addr;
+  *blocks_.find(addr) = b;
+  blocks_.try_emplace(rest_addr, rest);
+  if (b.state == ModelState::Free) {
+    index_free(addr, b, true);
+    index_free(rest_addr, rest, true);
+  }
+}
+
+// Merges the free block at addr with free neighbours; returns the merged block's address.
+uint64_t AllocatorModel::merge_free(uint64_t addr) {
+  ModelBlock b = *blocks_.find(addr);
+  index_free(addr, b, false);
+  if (b.next != kNone) {
+    const ModelBlock* n = blocks_.find(b.next);
+    if (n && n->state == ModelState::Free) {
+      ModelBlock nb = *n;
+      index_free(b.next, nb, false);
+      blocks_.erase(b.next);
+      b.size += nb.size;
+      b.next = nb.next;
+      if (nb.next != kNone)
+        if (ModelBlock* nn = blocks_.find(nb.next)) nn->prev = addr;
+    }
+  }
+  if (b.prev != kNone) {
+    ModelBlock* p = blocks_.find(b.prev);
+    if (p && p->state == ModelState::Free) {
+      uint64_t paddr = b.prev;
+      index_free(paddr, *p, false);
+      p->size += b.size;
+      p->next = b.next;
+      if (b.next != kNone)
+        if (ModelBlock* nn = blocks_.find(b.next)) nn->prev = paddr;
+      blocks_.erase(addr);
+      ModelBlock merged = *blocks_.find(paddr);
+      index_free(paddr, merged, true);
+      return paddr;
+    }
+  }
+  *blocks_.find(addr) = b;
+  index_free(addr, b, true);
+  return addr;
+}
+
+uint64_t AllocatorModel::covering_start(uint64_t addr) const {
+  auto seg = segments_.upper_bound(addr);
+  if (seg == segments_.begin()) return kNone;
+  --seg;
+  if (addr >= seg->first + seg->second.size) return kNone;
+  // Walk the segment's blocks: only for an address the trace and the model disagree on.
+  for (uint64_t a = seg->first; a != kNone;) {
+    const ModelBlock* b = blocks_.find(a);
+    if (!b) return kNone;
+    if (addr < a + b->size) return a;
+    a = b->next;
+  }
+  return kNone;
+}
+
+ModelBlock* AllocatorModel::find_covering(uint64_t addr) {
+  if (ModelBlock* b = blocks_.find(addr)) return b;
+  uint64_t start = covering_start(addr);
+  return start == kNone ? nullptr : blocks_.find(start);
+}
+
+uint64_t AllocatorModel::free_after(uint64_t addr) const {
+  const ModelBlock* b = blocks_.find(addr);
+  if (!b || b->next == kNone) return 0;
+  const ModelBlock* n = blocks_.find(b->next);
+  return n && n->state == ModelState::Free ? n->size : 0;
+}
+
+// ---------------------------------------------------------------- following a trace
+
+void AllocatorModel::add_segment(uint64_t addr, uint64_t size, PoolKey pool, bool expandable) {
+  if (size == 0 || segments_.count(addr)) return;
+  segments_[addr] = ModelSegment{size, pool, expandable, 0};
+  t_.reserved += size;
+  ModelBlock b;
+  b.size = size;
+  b.segment = addr;
+  blocks_.try_emplace(addr, b);
+  index_free(addr, b, true);
+}
+
+bool AllocatorModel::remove_segment(uint64_t addr, uint64_t size) {
+  auto it = segments_.find(addr);
+  if (it == segments_.end()) return false;
+  bool clean = it->second.size == size && it->second.active == 0;
+  for (uint64_t a = addr; a != kNone;) {
+    const ModelBlock* b = blocks_.find(a);
+    if (!b) break;
+    ModelBlock copy = *b;
+    if (copy.state == ModelState::Free) index_free(a, copy, false);
+    if (copy.state == ModelState::Allocated) t_.allocated -= copy.size;
+    if (copy.state != ModelState::Free) t_.active -= copy.size;
+    blocks_.erase(a);
+    a = copy.next;
+  }
+  t_.stranded -= segment_stranded(it->second);
+  t_.reserved -= it->second.size;
+  segments_.erase(it);
+  return clean;
+}
+
+void AllocatorModel::map(uint64_t addr, uint64_t size, PoolKey pool) {
+  if (size == 0) return;
+  // The new bytes: a free block of a range of their own, then joined to the ranges either side.
+  add_segment(addr, size, pool, true);
+  auto it = segments_.find(addr);
+  auto join = [&](std::map<uint64_t, ModelSegment>::iterator left, std::map<uint64_t, ModelSegment>::iterator right) {
+    // Right's blocks move into left's range; the last block of left links to right's first.
+    uint64_t last = left->first;
+    for (const ModelBlock* b = blocks_.find(last); b && b->next != kNone; b = blocks_.find(last)) last = b->next;
+    for (uint64_t a = right->first; a != kNone;) {
+      ModelBlock* b = blocks_.find(a);
+      if (!b) break;
+      if (b->state == ModelState::Free) index_free(a, *b, false);
+      b->segment = left->first;
+      a = b->next;
+    }
+    blocks_.find(last)->next = right->first;
+    blocks_.find(right->first)->prev = last;
+    t_.stranded -= segment_stranded(left->second) + segment_stranded(right->second);
+    left->second.size += right->second.size;
+    left->second.active += right->second.active;
+    t_.stranded += segment_stranded(left->second);
+    for (uint64_t a = right->first; a != kNone;) {
+      ModelBlock* b = blocks_.find(a);
+      if (!b) break;
+      if (b->state == ModelState::Free) index_free(a, *b, true);
+      a = b->next;
+    }
+    segments_.erase(right);
+    return left;
+  };
+  auto next = std::next(it);
+  if (next != segments_.end() && next->first == addr + size && next->second.expandable &&
+      next->second.pool.stream == pool.stream)
+    it = join(it, next);
+  if (it != segments_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second.size == addr && prev->second.expandable && prev->second.pool.stream == pool.stream)
+      it = join(prev, it);
+  }
+  merge_free(addr);
+}
+
+bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
+  uint64_t start = covering_start(addr);
+  if (start == kNone) return false;
+  ModelBlock b = *blocks_.find(start);
+  if (b.state != ModelState::Free || addr + size > start + b.size) return false;
+  // Cut [addr, addr + size) out of the free block, then out of its range.
+  if (start < addr) split(start, addr - start);
+  if (size < blocks_.find(addr)->size) split(addr, size);
+  ModelBlock gone = *blocks_.find(addr);
+  index_free(addr, gone, false);
+  auto seg = segments_.find(gone.segment);
+  ModelSegment range = seg->second;
+  uint64_t range_start = seg->first;
+  t_.stranded -= segment_stranded(range);
+  segments_.erase(seg);
+  t_.reserved -= size;
+  blocks_.erase(addr);
+  // The left part keeps range_start; the right part becomes a range at addr + size.
+  uint64_t left_size = addr - range_start, right_size = range_start + range.size - (addr + size);
+  uint64_t left_active = 0;
+  if (gone.prev != kNone) {
+    blocks_.find(gone.prev)->next = kNone;
+    for (uint64_t a = range_start; a != kNone;) {
+      const ModelBlock* x = blocks_.find(a);
+      if (x->state != ModelState::Free) left_active += x->size;
+      a = x->next;
+    }
+    segments_[range_start] = ModelSegment{left_size, range.pool, true, left_active};
+    t_.stranded += segment_stranded(segments_[range_start]);
+  }
+  if (gone.next != kNone) {
+    uint64_t right = addr + size;
+    blocks_.find(right)->prev = kNone;
+    for (uint64_t a = right; a != kNone;) {
+      ModelBlock* x = blocks_.find(a);
+      if (x->state == ModelState::Free) index_free(a, *x, false);
+      x->segment = right;
+      a = x->next;
+    }
+    segments_[right] = ModelSegment{right_size, range.pool, true, range.active - left_active};
+    t_.stranded += segment_stranded(segments_[right]);
+    for (uint64_t a = right; a != kNone;) {
+      ModelBlock* x = blocks_.find(a);
+      if (x->state == ModelState::Free) index_free(a, *x, true);
+      a = x->next;
+    }
+  }
+  return true;
+}
+
+bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state, uint64_t requested) {
+  uint64_t start = covering_start(addr);
+  if (start == kNone) return false;
+  ModelBlock b = *blocks_.find(start);
+  if (b.state != ModelState::Free || addr + size > start + b.size) return false;
+  if (start < addr) split(start, addr - start);
+  if (size < blocks_.find(addr)->size) split(addr, size);
+  ModelBlock* p = blocks_.find(addr);
+  p->requested = requested;
+  set_state(addr, *p, state);
+  return true;
+}
+
+AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounded, uint64_t requested) {
+  Followed out{rounded, true};
+  ModelBlock* b = blocks_.find(addr);
+  if (!b || b->state != ModelState::Free) {
+    // The trace puts a block where the model has none free at that address: trust the trace.
+    uint64_t start = covering_start(addr);
+    if (start == kNone || blocks_.find(start)->state != ModelState::Free) return {rounded, false};
+    split(start, addr - start);
+    out.exact = false;
+    b = blocks_.find(addr);
+  }
+  auto seg = segments_.find(b->segment);
+  const bool expandable = seg != segments_.end() && seg->second.expandable;
+  const snapshot::Pool pool = seg != segments_.end() ? pool_of(seg->second.pool) : rules::pool_for(rounded);
+  if (b->size < rounded) {
+    out.exact = false;  // the free block is too small for the request: the layout is off
+  } else if (rules::should_split(b->size, rounded, pool, expandable, settings_.max_split_size)) {
+    split(addr, rounded);
+  }
+  b = blocks_.find(addr);
+  out.size = b->size;
+  b->requested = requested;
+  set_state(addr, *b, ModelState::Allocated);
+  return out;
+}
+
+bool AllocatorModel::free_requested(uint64_t addr) {
+  ModelBlock* b = blocks_.find(addr);
+  if (!b || b->state != ModelState::Allocated) return false;
+  set_state(addr, *b, ModelState::Pending);
+  return true;
+}
+
+bool AllocatorModel::free_completed(uint64_t addr) {
+  ModelBlock* b = blocks_.find(addr);
+  if (!b || b->state == ModelState::Free) return false;
+  set_state(addr, *b, ModelState::Free);
+  merge_free(addr);
+  return true;
+}
+
+std::vector<std::pair<uint64_t, std::vector<LayoutBlock>>> AllocatorModel::layout() const {
+  std::vector<std::pair<uint64_t, std::vector<LayoutBlock>>> out;
+  for (const auto& [addr, seg] : segments_) {
+    std::vector<LayoutBlock> blocks;
+    for (uint64_t a = addr; a != kNone;) {
+      const ModelBlock* b = blocks_.find(a);
+      if (!b) break;
+      blocks.push_back({a, b->size, b->state});
+      a = b->next;
+    }
+    out.emplace_back(addr, std::move(blocks));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- simulating
+
+std::optional<uint64_t> AllocatorModel::find_free(const PoolKey& pool, uint64_t rounded) {
+  auto it = free_.lower_bound(std::tuple{pool, rounded, uint64_t{0}});
+  if (it == free_.end() || std::get<0>(*it) != pool) return std::nullopt;
+  if (settings_.expandable_segments) {
+    // get_free_block: a block followed by unmapped space counts as what it could grow to.
+    auto reach = [&](const auto& key) {
+      uint64_t a = std::get<2>(key);
+      const ModelBlock* b = blocks_.find(a);
+      uint64_t grow = 0;
+      auto r = reservations_.find(pool);
+      if (b && b->next == kNone && r != reservations_.end()) {
+        uint64_t end = a + b->size;
+        auto nxt = segments_.lower_bound(end);
+        uint64_t limit = nxt != segments_.end() && nxt->first < r->second.second ? nxt->first : r->second.second;
+        grow = limit > end ? limit - end : 0;
+      }
+      return std::get<1>(key) + grow;
+    };
+    for (auto next = std::next(it); next != free_.end() && std::get<0>(*next) == pool && reach(*next) < reach(*it);
+         ++next)
+      it = next;
+  }
+  if (!rules::oversize_allows(std::get<1>(*it), rounded, settings_.max_split_size)) return std::nullopt;
+  return std::get<2>(*it);
+}
+
+std::optional<uint64_t> AllocatorModel::new_segment(const PoolKey& pool, uint64_t rounded) {
+  uint64_t size = rules::segment_size_for(rounded);
+  if (t_.reserved > settings_.capacity || size > settings_.capacity - t_.reserved) return std::nullopt;
+  uint64_t addr = next_address_;
+  next_address_ += round_up(size, kSmallBuffer);
+  add_segment(addr, size, pool, false);
+  ++c_.segment_allocs;
+  seg_sizes_.push_back(size);
+  return addr;
+}
+
+// try_allocate_expandable: map pages at the lowest unmapped range that, with the free block
+// ending right before it, holds the request.
+std::optional<uint64_t> AllocatorModel::grow_expandable(const PoolKey& pool, uint64_t rounded) {
+  auto r = reservations_.find(pool);
+  if (r == reservations_.end()) {
+    uint64_t va = uint64_t{1} << 44;  // the reservation: far larger than any device
+    r = reservations_.emplace(pool, std::pair{next_address_, next_address_ + va}).first;
+    next_address_ += va + kLargeBuffer * 64;
+  }
+  auto [lo, hi] = r->second;
+  const uint64_t page = page_of(pool);
+  uint64_t cursor = lo;
+  uint64_t have = 0, gap_start = 0;
+  bool found = false;
+  for (auto it = segments_.lower_bound(lo);; ++it) {
+    uint64_t range_start = it == segments_.end() || it->first >= hi ? hi : it->first;
+    if (range_start > cursor) {  // unmapped [cursor, range_start)
+      uint64_t before = 0;
+      if (cursor > lo) {
+        uint64_t last = covering_start(cursor - 1);
+        const ModelBlock* b = last == kNone ? nullptr : blocks_.find(last);
+        if (b && b->state == ModelState::Free) before = b->size;
+      }
+      if (before + (range_start - cursor) >= rounded) {
+        have = before;
+        gap_start = cursor;
+        found = true;
+        break;
+      }
+    }
+    if (range_start >= hi) break;
+    cursor = it->first + it->second.size;
+  }
+  if (!found) return std::nullopt;
+  uint64_t bytes = round_up(rounded - have, page);
+  if (t_.reserved > settings_.capacity || bytes > settings_.capacity - t_.reserved) return std::nullopt;
+  map(gap_start, bytes, pool);
+  ++c_.segment_allocs;
+  seg_sizes_.push_back(bytes);
+  return have ? covering_start(gap_start - 1) : gap_start;
+}
+
+uint64_t AllocatorModel::unmap_free_pages() {
+  uint64_t released = 0;
+  std::vector<std::tuple<uint64_t, uint64_t>> cuts;
+  for (const auto& [seg_addr, seg] : segments_) {
+    if (!seg.expandable) continue;
+    auto r = reservations_.find(seg.pool);
+    uint64_t base = r != reservations_.end() ? r->second.first : seg_addr;
+    uint64_t page = page_of(seg.pool);
+    for (uint64_t a = seg_addr; a != kNone;) {
+      const ModelBlock* b = blocks_.find(a);
+      if (!b) break;
+      if (b->state == ModelState::Free) {
+        uint64_t lo = base + round_up(a - base, page), hi = base + (a + b->size - base) / page * page;
+        if (hi > lo) cuts.emplace_back(lo, hi - lo);
+      }
+      a = b->next;
+    }
+  }
+  for (auto [a, n] : cuts)
+    if (unmap(a, n)) {
+      released += n;
+      ++c_.segment_frees;
+    }
+  return released;
+}
+
+// release_cached_blocks (at_least_block unset) or release_available_cached_blocks: frees wholly
+// free segments (of at least that size); returns whether anything was freed.
+bool AllocatorModel::release_cached(std::optional<uint64_t> at_least_block) {
+  if (settings_.expandable_segments && !at_least_block) return unmap_free_pages() > 0;
+  std::vector<std::pair<uint64_t, uint64_t>> empty;
+  for (const auto& [addr, seg] : segments_)
+    if (!seg.expandable && seg.active == 0 && (!at_least_block || seg.size >= *at_least_block))
+      empty.emplace_back(addr, seg.size);
+  for (auto [addr, size] : empty) {
+    remove_segment(addr, size);
+    ++c_.segment_frees;
+  }
+  return !empty.empty();
+}
+
+void AllocatorModel::empty_cache() {
+  release_cached(std::nullopt);
+}
+
+void AllocatorModel::garbage_collect() {
+  double limit = settings_.garbage_collection_threshold * static_cast<double>(settings_.capacity);
+  if (settings_.garbage_collection_threshold <= 0 || settings_.capacity == UINT64_MAX ||
+      static_cast<double>(t_.reserved) <= limit)
+    return;
+  std::vector<std::pair<uint64_t, uint64_t>> empty;
+  for (const auto& [addr, seg] : segments_)
+    if (!seg.expandable && seg.active == 0) empty.emplace_back(addr, seg.size);
+  for (auto [addr, size] : empty) {
+    if (static_cast<double>(t_.reserved) <= limit) break;
+    remove_segment(addr, size);
+    ++c_.segment_frees;
+  }
+  ++c_.gc_runs;
+}
+
+AllocatorModel::Malloc AllocatorModel::malloc_simulated(uint64_t requested, uint64_t stream) {
+  Malloc out;
+  out.rounded = rules::round_size(requested, settings_.as_allocator_settings());
+  out.alloc_size = rules::segment_size_for(out.rounded);
+  PoolKey pool{stream, out.rounded <= kSmallSize, 0, 0};
+  std::optional<uint64_t> addr = find_free(pool, out.rounded);
+  if (!addr) {
+    garbage_collect();
+    auto grow = [&] {
+      return settings_.expandable_segments ? grow_expandable(pool, out.rounded) : new_segment(pool, out.rounded);
+    };
+    addr = grow();
+    if (!addr && settings_.max_split_size && !settings_.expandable_segments &&
+        release_cached(*settings_.max_split_size))
+      addr = grow();
+    if (!addr && release_cached(std::nullopt)) {
+      ++c_.retries;
+      addr = grow();
+    }
+    if (!addr) return out;
+  }
+  auto followed = alloc_at(*addr, out.rounded, requested);
+  (void)followed;
+  out.addr = addr;
+  return out;
+}
+
+}  // namespace memsnap::analysis
