@@ -225,6 +225,7 @@ void AllocatorModel::add_segment(uint64_t addr, uint64_t size, PoolKey pool, boo
   b.segment = addr;
   blocks_.try_emplace(addr, b);
   index_free(addr, b, true);
+  note_peak();
 }
 
 bool AllocatorModel::remove_segment(uint64_t addr, uint64_t size) {
@@ -350,6 +351,8 @@ bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state, uint6
   ModelBlock* p = blocks_.find(addr);
   p->requested = requested;
   set_state(addr, *p, state);
+  peak_reserved_ = 0;  // the seeded start state is the first moment measured
+  note_peak();
   return true;
 }
 
@@ -440,8 +443,19 @@ std::optional<uint64_t> AllocatorModel::find_free(const PoolKey& pool, uint64_t 
 std::optional<uint64_t> AllocatorModel::new_segment(const PoolKey& pool, uint64_t rounded) {
   uint64_t size = rules::segment_size_for(rounded);
   if (t_.reserved > settings_.capacity || size > settings_.capacity - t_.reserved) return std::nullopt;
-  uint64_t addr = next_address_;
-  next_address_ += round_up(size, kSmallBuffer);
+  uint64_t addr = 0;
+  bool hinted = false;
+  if (next_hint_ < hints_.size() && hints_[next_hint_].first == size) {
+    addr = hints_[next_hint_++].second;
+    auto after = segments_.lower_bound(addr);
+    bool clash = (after != segments_.end() && after->first < addr + size) ||
+                 (after != segments_.begin() && std::prev(after)->first + std::prev(after)->second.size > addr);
+    hinted = !clash && addr + size > addr;
+  }
+  if (!hinted) {
+    addr = next_address_;
+    next_address_ += round_up(size, kSmallBuffer);
+  }
   add_segment(addr, size, pool, false);
   ++c_.segment_allocs;
   seg_sizes_.push_back(size);

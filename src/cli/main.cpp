@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   add_callgraph(app);
   add_export(app);
   add_report(app);
+  add_simulate(app);
   add_check(app);
   add_merge(app);
   add_completions(app);

@@ -124,7 +124,12 @@ class AllocatorModel {
   explicit AllocatorModel(ModelSettings settings, bool simulate = false);
 
   const ModelSettings& settings() const { return settings_; }
+  /// The device memory available from now on (it may change: other processes, a plan).
+  void set_capacity(uint64_t capacity) { settings_.capacity = capacity; }
   const ModelTotals& totals() const { return t_; }
+  /// The most reserved so far, and the stranded bytes at the first moment it was reached.
+  uint64_t peak_reserved() const { return peak_reserved_; }
+  uint64_t stranded_at_peak() const { return stranded_at_peak_; }
   size_t live_blocks() const { return blocks_.size(); }
 
   // ---- following a trace ----
@@ -163,6 +168,10 @@ class AllocatorModel {
     uint64_t alloc_size = 0;  // get_allocation_size(rounded): what the OOM message prints
   };
   Malloc malloc_simulated(uint64_t requested, uint64_t stream);
+  /// Where the recorded run put its segments, (size, address) in order: a new segment of the
+  /// next hint's size goes there (when free), so ties in best fit (lowest address) break as
+  /// they did. Without hints, segments go to addresses of the model's own.
+  void set_segment_hints(std::vector<std::pair<uint64_t, uint64_t>> hints) { hints_ = std::move(hints); }
   /// torch.cuda.empty_cache(): frees every wholly free segment (unmaps free pages).
   void empty_cache();
 
@@ -200,9 +209,15 @@ class AllocatorModel {
   std::map<uint64_t, ModelSegment> segments_;  // by start address
   std::set<std::tuple<PoolKey, uint64_t, uint64_t>> free_;  // simulate: (pool, size, address)
   ModelTotals t_;
+  uint64_t peak_reserved_ = 0, stranded_at_peak_ = 0;
+  void note_peak() {
+    if (t_.reserved > peak_reserved_) peak_reserved_ = t_.reserved, stranded_at_peak_ = t_.stranded;
+  }
   Counters c_;
   std::vector<uint64_t> seg_sizes_;
-  uint64_t next_address_ = 0x7f0000000000;
+  uint64_t next_address_ = uint64_t{1} << 52;  // above any address a trace records
+  std::vector<std::pair<uint64_t, uint64_t>> hints_;
+  size_t next_hint_ = 0;
   std::map<PoolKey, std::pair<uint64_t, uint64_t>> reservations_;  // expandable: pool -> [start, end)
 };
 

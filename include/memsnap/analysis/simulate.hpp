@@ -1,0 +1,88 @@
+// `memsnap simulate`: the recorded request sequence run through the allocator model
+// under other settings or another device size.
+//
+// The requests are the trace's own: each alloc's size and stream, each free where the
+// program freed it and where its stream's events completed, explicit empty_cache()
+// calls, in the recorded order. The allocator model (allocator_model.hpp) decides the
+// rest: which block serves each request, when it needs a new segment, when it must
+// flush its cache and retry, when it runs out. With the recorded settings and
+// capacity the run must reproduce the recorded one (same segment sizes in order,
+// same peak reserved, same OOM); the fidelity measured on the file is reported, and
+// where it is not identical the what-if figures are estimates.
+//
+// A trace that starts mid-run (the ring buffer dropped older events) starts from the
+// state rewound to the window's start: as it was under the recorded settings; under
+// other settings its live blocks are allocated first, in address order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memsnap/analysis/allocator_model.hpp"
+#include "memsnap/analysis/replay.hpp"
+#include "memsnap/analysis/sites.hpp"
+
+namespace memsnap::analysis {
+
+struct SimulateOptions {
+  std::vector<std::string> sets;     // "KEY:VALUE", one run each
+  std::optional<uint64_t> capacity;  // the device size to try; default: the recorded one
+  bool min_capacity = false;
+};
+
+struct SimOom {
+  uint32_t event_index = 0;
+  uint64_t requested_bytes = 0;  // rounded
+  std::string site;
+};
+
+struct SimRun {
+  std::string label;  // "recorded", "as recorded" or the --set text
+  ModelSettings settings;
+  std::optional<uint64_t> capacity;  // nullopt: no limit known
+  uint64_t peak_reserved = 0, peak_allocated = 0;
+  uint64_t stranded_at_peak = 0;  // free bytes inside segments that hold live blocks, at the reserved peak
+  double fragmentation_at_peak = 0;
+  uint64_t segment_allocs = 0, segment_frees = 0, retries = 0;
+  uint64_t ooms = 0;
+  std::optional<SimOom> oom;  // the first
+  std::optional<uint64_t> min_capacity;
+};
+
+struct Fidelity {
+  uint64_t segments_recorded = 0, segments_simulated = 0, segments_matching = 0;  // leading sizes equal
+  bool peak_reserved_equal = false;
+  bool oom_equal = false;
+  bool identical() const {
+    return segments_recorded == segments_simulated && segments_matching == segments_recorded && peak_reserved_equal &&
+           oom_equal;
+  }
+};
+
+struct Simulation {
+  int device = 0;
+  bool starts_mid_run = false;
+  std::string capacity_source;  // how the recorded capacity was found
+  SimRun recorded;              // figures read from the trace
+  std::vector<SimRun> runs;     // runs[0]: the recorded settings and capacity
+  Fidelity fidelity;
+  uint64_t explicit_empty_cache = 0;  // recorded empty_cache() bursts mirrored in every run
+  bool gc_approximated = false;
+};
+
+/// Throws UsageError for a setting it cannot parse or an absurd capacity.
+Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOptions& options);
+
+/// The recorded trace's bursts of segment_free / segment_unmap: each one a cache flush;
+/// `retry` when the next event maps memory again (the allocator emptied its cache to
+/// retry a cudaMalloc), else an explicit empty_cache() or garbage collection.
+struct FreeBurst {
+  uint32_t first = 0, last = 0;  // event indices
+  uint64_t bytes = 0;
+  bool retry = false;
+};
+std::vector<FreeBurst> free_bursts(const snapshot::Trace& trace);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,348 @@
+// The recorded request sequence through the allocator model (see simulate.hpp).
+#include "memsnap/analysis/simulate.hpp"
+
+#include <algorithm>
+
+#include "memsnap/util/error.hpp"
+#include "memsnap/util/flat_map.hpp"
+#include "memsnap/util/units.hpp"
+
+namespace memsnap::analysis {
+
+using snapshot::Action;
+
+namespace {
+
+bool frees_segment(Action a) {
+  return a == Action::SegmentFree || a == Action::SegmentUnmap;
+}
+bool maps_segment(Action a) {
+  return a == Action::SegmentAlloc || a == Action::SegmentMap;
+}
+
+// Free bytes inside segments that also hold live blocks, in a device state.
+uint64_t stranded(const snapshot::Device& d) {
+  uint64_t out = 0;
+  for (const auto& s : d.segments) {
+    uint64_t active = 0, free = 0;
+    for (const auto& b : d.blocks_of(s)) (b.is_active() ? active : free) += b.size;
+    if (active) out += free;
+  }
+  return out;
+}
+
+// The device's size over the run, as (from event, capacity) steps.
+using CapacityPlan = std::vector<std::pair<uint32_t, uint64_t>>;
+
+CapacityPlan constant(std::optional<uint64_t> c) {
+  return {{0, c.value_or(UINT64_MAX)}};
+}
+
+// The device as the recorded run saw it: up to each OOM, at least what the run held
+// from then until that OOM, and at the OOM what it held plus what cudaMemGetInfo said
+// was free; after the last OOM, no limit (the run went on). Memory outside the
+// allocator (other processes, a shrinking budget) makes this change over time, and a
+// constant would fail the recorded run earlier than it failed.
+CapacityPlan recorded_plan(const Replay& replay) {
+  const auto& trace = replay.device().trace;
+  uint64_t reserved = 0;  // after the event, walking backwards from the dump
+  for (const auto& s : replay.device().segments) reserved += s.total_size;
+  CapacityPlan rev;
+  std::optional<uint64_t> bound;  // the next OOM's capacity
+  uint64_t suffix = 0;            // the most reserved from here to that OOM
+  for (size_t k = trace.size(); k-- > 0;) {
+    const Action a = trace.action_at(k);
+    if (a == Action::Oom) {
+      bound = reserved + trace[k].device_free();
+      suffix = 0;
+    }
+    suffix = std::max(suffix, reserved);
+    uint64_t cap = bound ? std::max(*bound, suffix) : UINT64_MAX;
+    if (rev.empty() || rev.back().second != cap)
+      rev.push_back({static_cast<uint32_t>(k), cap});
+    else
+      rev.back().first = static_cast<uint32_t>(k);
+    if (maps_segment(a)) reserved -= std::min(reserved, trace.size_at(k));
+    if (frees_segment(a)) reserved += trace.size_at(k);
+  }
+  std::reverse(rev.begin(), rev.end());
+  if (rev.empty()) rev.push_back({0, UINT64_MAX});
+  rev.front().first = 0;
+  return rev;
+}
+
+struct RunSpec {
+  std::string label;
+  ModelSettings settings;
+  bool exact_start = false;  // seed the rewound start state as it was
+};
+
+class Runner {
+ public:
+  Runner(const Context& ctx, const Replay& replay, const std::vector<FreeBurst>& bursts, bool mirror_retries)
+      : ctx_(ctx), replay_(replay), bursts_(bursts), mirror_retries_(mirror_retries) {}
+
+  SimRun run(const RunSpec& spec, const CapacityPlan& plan, bool stop_at_oom = false) const {
+    SimRun out;
+    out.label = spec.label;
+    out.settings = spec.settings;
+    out.capacity = plan_capacity(plan);
+    ModelSettings s = spec.settings;
+    s.capacity = plan.front().second;
+    AllocatorModel m(s, true);
+    if (spec.exact_start) m.set_segment_hints(segment_hints());
+    size_t next_step = 1;
+    FlatMap64<uint64_t> live;  // recorded address -> simulated address
+    seed(m, live, spec.exact_start);
+    auto observe = [&] {
+      const ModelTotals& t = m.totals();
+      // The model notes the state when a segment takes reserved memory to a new high
+      // (before the request that needed it takes its block), as the trace's segment_alloc is.
+      if (m.peak_reserved() > out.peak_reserved) {
+        out.peak_reserved = m.peak_reserved();
+        out.stranded_at_peak = m.stranded_at_peak();
+      }
+      out.peak_allocated = std::max(out.peak_allocated, t.allocated);
+    };
+    observe();
+    const auto& trace = replay_.device().trace;
+    const uint32_t n = static_cast<uint32_t>(trace.size());
+    size_t burst = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Action a = trace.action_at(i);
+      while (next_step < plan.size() && plan[next_step].first <= i) m.set_capacity(plan[next_step++].second);
+      switch (a) {
+        case Action::Oom: {
+          // The request that failed: does it fit here? If it does, its block stays (the run
+          // would have gone on holding it).
+          auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
+          if (!r.addr) {
+            if (!out.oom)
+              out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
+            ++out.ooms;
+            if (stop_at_oom) return finish(out, m);
+          }
+          break;
+        }
+        case Action::Alloc: {
+          auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
+          if (!r.addr) {
+            if (!out.oom)
+              out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
+            ++out.ooms;
+            if (stop_at_oom) return finish(out, m);
+            break;
+          }
+          if (auto [slot, added] = live.try_emplace(trace.addr_at(i), *r.addr); !added) *slot = *r.addr;
+          break;
+        }
+        case Action::FreeRequested:
+          if (const uint64_t* sim = live.find(trace.addr_at(i))) m.free_requested(*sim);
+          break;
+        case Action::FreeCompleted:
+        case Action::Free:
+          if (uint64_t* sim = live.find(trace.addr_at(i))) {
+            m.free_completed(*sim);
+            live.erase_found(sim);
+          }
+          break;
+        default:
+          if (frees_segment(a)) {
+            while (burst < bursts_.size() && bursts_[burst].last < i) ++burst;
+            // A recorded flush the model would not make itself: an explicit empty_cache(), or a
+            // retry when the device's size is not known (the model cannot run out then).
+            if (burst < bursts_.size() && bursts_[burst].first == i && (!bursts_[burst].retry || mirror_retries_))
+              m.empty_cache();
+          }
+          break;
+      }
+      observe();
+    }
+    return finish(out, m);
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> segment_hints() const {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    const auto& trace = replay_.device().trace;
+    for (size_t i = 0; i < trace.size(); ++i)
+      if (trace.action_at(i) == Action::SegmentAlloc) out.emplace_back(trace.size_at(i), trace.addr_at(i));
+    return out;
+  }
+  // The capacity a plan is known by: at the first OOM, or the constant.
+  static std::optional<uint64_t> plan_capacity(const CapacityPlan& plan) {
+    uint64_t c = plan.back().second;
+    for (const auto& [from, cap] : plan)
+      if (cap != UINT64_MAX) c = std::min(c, cap);
+    return c == UINT64_MAX ? std::nullopt : std::optional<uint64_t>(c);
+  }
+  SimRun& finish(SimRun& out, const AllocatorModel& m) const {
+    out.segment_allocs = m.counters().segment_allocs;
+    out.segment_frees = m.counters().segment_frees;
+    out.retries = m.counters().retries;
+    out.fragmentation_at_peak = out.peak_reserved ? double(out.stranded_at_peak) / double(out.peak_reserved) : 0;
+    last_segments_ = m.segment_sizes();
+    return out;
+  }
+
+  void seed(AllocatorModel& m, FlatMap64<uint64_t>& live, bool exact) const {
+    ReplayedState start = replay_.state_at_start();
+    if (exact) {
+      for (const auto& seg : start.device.segments)
+        m.add_segment(seg.address, seg.total_size,
+                      PoolKey{seg.stream, seg.pool == snapshot::Pool::Small, seg.pool_id[0], seg.pool_id[1]},
+                      seg.expandable);
+      for (const auto& b : start.device.blocks) {
+        if (!b.is_active()) continue;
+        m.place(b.address, b.size,
+                b.state == snapshot::BlockState::ActivePendingFree ? ModelState::Pending : ModelState::Allocated,
+                b.requested_size);
+        live.try_emplace(b.address, b.address);
+      }
+      return;
+    }
+    for (const auto& seg : start.device.segments)
+      for (const auto& b : start.device.blocks_of(seg)) {
+        if (!b.is_active()) continue;
+        auto r = m.malloc_simulated(b.requested_known ? b.requested_size : b.size, seg.stream);
+        if (!r.addr) continue;
+        live.try_emplace(b.address, *r.addr);
+        if (b.state == snapshot::BlockState::ActivePendingFree) m.free_requested(*r.addr);
+      }
+  }
+
+  const Context& ctx_;
+  const Replay& replay_;
+  const std::vector<FreeBurst>& bursts_;
+  bool mirror_retries_;
+
+ public:
+  mutable std::vector<uint64_t> last_segments_;
+};
+
+// The smallest capacity (in 2 MiB steps) on which the run does not fail, by bisection
+// between nothing and the peak reserved with no limit (on which it cannot fail).
+std::optional<uint64_t> min_capacity(const Runner& runner, const RunSpec& spec) {
+  SimRun unlimited = runner.run(spec, constant(std::nullopt));
+  if (unlimited.oom) return std::nullopt;
+  const uint64_t step = rules::kSmallBuffer;
+  uint64_t lo = 0, hi = (unlimited.peak_reserved + step - 1) / step;  // in steps: hi fits, lo does not
+  if (hi == 0) return 0;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (runner.run(spec, constant(mid * step), true).oom)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi * step;
+}
+
+}  // namespace
+
+std::vector<FreeBurst> free_bursts(const snapshot::Trace& trace) {
+  std::vector<FreeBurst> out;
+  const uint32_t n = static_cast<uint32_t>(trace.size());
+  for (uint32_t i = 0; i < n;) {
+    if (!frees_segment(trace.action_at(i))) {
+      ++i;
+      continue;
+    }
+    FreeBurst b;
+    b.first = i;
+    while (i < n && frees_segment(trace.action_at(i))) b.bytes += trace.size_at(i++);
+    b.last = i - 1;
+    b.retry = i < n && maps_segment(trace.action_at(i));
+    // The OOM after a flush that did not help: the retry failed.
+    if (i < n && trace.action_at(i) == Action::Oom) b.retry = true;
+    out.push_back(b);
+  }
+  return out;
+}
+
+Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOptions& options) {
+  Simulation sim;
+  const auto& d = replay.device();
+  const auto& trace = d.trace;
+  sim.device = d.index;
+  sim.starts_mid_run = replay.window_starts_mid_run();
+  const ModelSettings recorded_settings = ModelSettings::from(ctx.snap.settings);
+
+  std::vector<RunSpec> specs{{"as recorded", recorded_settings, true}};
+  for (const auto& set : options.sets) {
+    RunSpec spec{set, recorded_settings, false};
+    // One --set may hold several settings separated by commas, as PYTORCH_CUDA_ALLOC_CONF does.
+    size_t from = 0;
+    while (from <= set.size()) {
+      size_t comma = set.find(',', from);
+      std::string one = set.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      if (auto problem = apply_setting(spec.settings, one)) throw UsageError("--set " + set + ": " + *problem);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    specs.push_back(std::move(spec));
+  }
+
+  // The recorded run, read from the trace.
+  SimRun& rec = sim.recorded;
+  rec.label = "recorded";
+  rec.settings = recorded_settings;
+  if (const auto& p = replay.peak_reserved()) {
+    rec.peak_reserved = replay.reserved_peak_at_window_start() ? replay.start_totals().reserved : p->totals.reserved;
+    ReplayedState at = replay.reserved_peak_at_window_start() ? replay.state_at_start() : replay.state_after(p->event);
+    rec.stranded_at_peak = stranded(at.device);
+    rec.fragmentation_at_peak = rec.peak_reserved ? double(rec.stranded_at_peak) / double(rec.peak_reserved) : 0;
+  }
+  if (const auto& p = replay.peak_allocated())
+    rec.peak_allocated = replay.allocated_peak_at_window_start() ? replay.start_totals().allocated : p->totals.allocated;
+  std::vector<uint64_t> recorded_segments;
+  for (uint32_t i = 0; i < trace.size(); ++i) {
+    Action a = trace.action_at(i);
+    if (maps_segment(a)) {
+      ++rec.segment_allocs;
+      recorded_segments.push_back(trace.size_at(i));
+    }
+    if (frees_segment(a)) ++rec.segment_frees;
+  }
+  const std::vector<FreeBurst> bursts = free_bursts(trace);
+  for (const auto& b : bursts) (b.retry ? rec.retries : sim.explicit_empty_cache) += 1;
+  rec.ooms = replay.ooms().size();
+  if (!replay.ooms().empty()) {
+    uint32_t i = replay.ooms().front().event;
+    rec.oom = SimOom{i, trace.size_at(i), ctx.sites.name(ctx.sites.site_of(trace.stack_at(i)))};
+    // The device as the allocator saw it: what it held plus what cudaMemGetInfo said was free.
+    rec.capacity = replay.ooms().front().totals.reserved + trace[i].device_free();
+    sim.capacity_source = "reserved plus free memory at the recorded OOM";
+  }
+  if (options.capacity) {
+    if (*options.capacity < rules::kSmallBuffer)
+      throw UsageError("--capacity " + std::to_string(*options.capacity) + " B: smaller than one 2 MiB segment");
+    sim.capacity_source = "--capacity";
+  }
+  const bool known = options.capacity || rec.capacity;
+  if (!known) sim.capacity_source = "unknown (no OOM in the trace): no limit";
+  // --capacity applies to every run; else the device as the recorded run saw it.
+  const CapacityPlan plan = options.capacity ? constant(options.capacity) : recorded_plan(replay);
+
+  Runner runner(ctx, replay, bursts, !known);
+  for (const RunSpec& spec : specs) {
+    SimRun r = runner.run(spec, plan);
+    if (&spec == &specs.front()) {
+      const auto& got = runner.last_segments_;
+      Fidelity& f = sim.fidelity;
+      f.segments_recorded = recorded_segments.size();
+      f.segments_simulated = got.size();
+      while (f.segments_matching < std::min(got.size(), recorded_segments.size()) &&
+             got[f.segments_matching] == recorded_segments[f.segments_matching])
+        ++f.segments_matching;
+      f.peak_reserved_equal = r.peak_reserved == rec.peak_reserved;
+      f.oom_equal = (!r.oom && !rec.oom) || (r.oom && rec.oom && r.oom->event_index == rec.oom->event_index);
+    }
+    if (options.min_capacity) r.min_capacity = min_capacity(runner, spec);
+    sim.gc_approximated = sim.gc_approximated || spec.settings.garbage_collection_threshold > 0;
+    sim.runs.push_back(std::move(r));
+  }
+  return sim;
+}
+
+}  // namespace memsnap::analysis

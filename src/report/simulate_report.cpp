@@ -1,0 +1,175 @@
+// `memsnap simulate` as text (runs side by side) and JSON (the field names are a contract).
+#include <algorithm>
+#include <cstdio>
+
+#include "json_util.hpp"
+#include "memsnap/report/simulate.hpp"
+#include "memsnap/util/units.hpp"
+#include "memsnap/util/version.hpp"
+#include "text_util.hpp"
+
+namespace memsnap::report {
+
+using analysis::SimRun;
+using analysis::Simulation;
+using detail::Json;
+using namespace detail;
+using detail::opt;
+
+namespace {
+
+std::string settings_text(const analysis::ModelSettings& s) {
+  std::string out = std::string("expandable_segments:") + (s.expandable_segments ? "True" : "False");
+  if (s.max_split_size) out += ",max_split_size_mb:" + std::to_string(*s.max_split_size >> 20);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const auto& [mib, div] : s.roundup_power2_divisions) lo = std::min(lo, div), hi = std::max(hi, div);
+  if (hi > 0) out += ",roundup_power2_divisions:" + (lo == hi ? std::to_string(hi) : std::string("[per size]"));
+  if (s.garbage_collection_threshold > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ",garbage_collection_threshold:%g", s.garbage_collection_threshold);
+    out += buf;
+  }
+  return out;
+}
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", v * 100);
+  return buf;
+}
+
+std::string oom_cell(const SimRun& r) {
+  return r.oom ? "event " + with_commas(r.oom->event_index) : std::string("no");
+}
+
+// [[bucket MiB, divisions], ...] for the buckets that round (an empty list: plain 512 B rounding).
+Json divisions_json(const analysis::ModelSettings& s) {
+  Json out = Json::array();
+  for (const auto& [mib, div] : s.roundup_power2_divisions)
+    if (div > 0) out.push_back(Json::array({mib, div}));
+  return out;
+}
+
+Json run_json(const SimRun& r) {
+  Json settings = {{"expandable_segments", r.settings.expandable_segments},
+                   {"max_split_size_bytes", opt(r.settings.max_split_size)},
+                   {"garbage_collection_threshold", r.settings.garbage_collection_threshold},
+                   {"roundup_power2_divisions", divisions_json(r.settings)}};
+  return {{"label", r.label},
+          {"settings", std::move(settings)},
+          {"capacity_bytes", opt(r.capacity)},
+          {"peak_reserved_bytes", r.peak_reserved},
+          {"peak_allocated_bytes", r.peak_allocated},
+          {"stranded_at_peak_bytes", r.stranded_at_peak},
+          {"fragmentation_at_peak", r.fragmentation_at_peak},
+          {"segment_allocs", r.segment_allocs},
+          {"segment_frees", r.segment_frees},
+          {"retries", r.retries},
+          {"ooms", r.ooms},
+          {"oom", r.oom ? Json{{"event_index", r.oom->event_index},
+                               {"requested_bytes", r.oom->requested_bytes},
+                               {"site", r.oom->site}}
+                        : Json(nullptr)},
+          {"min_capacity_bytes", opt(r.min_capacity)}};
+}
+
+std::string fidelity_line(const Simulation& sim) {
+  const auto& f = sim.fidelity;
+  std::string line = "fidelity: segment sequence " + std::string(f.segments_matching == f.segments_recorded &&
+                                                                         f.segments_simulated == f.segments_recorded
+                                                                     ? "identical: "
+                                                                     : "differs: ") +
+                     with_commas(f.segments_matching) + " of " + with_commas(f.segments_recorded) +
+                     " match (simulated " + with_commas(f.segments_simulated) + "); peak reserved " +
+                     (f.peak_reserved_equal ? "equal" : "differs") + "; OOM " +
+                     (f.oom_equal ? "at the same event" : "differs");
+  if (!f.identical()) line += ". The what-if figures below are estimates.";
+  return line;
+}
+
+}  // namespace
+
+void write_simulate_text(std::ostream& out, const Source& src, const Simulation& sim, const TextStyle& style) {
+  const size_t width = static_cast<size_t>(style.width);
+  out << title_line("memsnap simulate", src.input.path, width) << '\n';
+  auto para = [&](const std::string& text) { out << wrap(text, 0, 2, width) << '\n'; };
+  para("device " + std::to_string(sim.device) + "; recorded settings " + settings_text(sim.recorded.settings));
+  para("capacity: " + (sim.runs.front().capacity ? human_bytes(*sim.runs.front().capacity) + " (" : "(") +
+       sim.capacity_source + ")");
+  if (sim.starts_mid_run)
+    para("the trace starts mid-run: every run starts from the state rewound to the window's start");
+  if (sim.explicit_empty_cache)
+    para(with_commas(sim.explicit_empty_cache) +
+         " recorded cache flushes not forced by a failed cudaMalloc (empty_cache()) are made in every run");
+  if (sim.gc_approximated)
+    para("garbage_collection_threshold is approximated: the model frees wholly free segments in address order, "
+         "PyTorch the oldest cached blocks");
+  para(fidelity_line(sim));
+  // Columns: the recorded run, then the simulated runs, three at a time.
+  std::vector<const SimRun*> all{&sim.recorded};
+  for (const auto& r : sim.runs) all.push_back(&r);
+  const size_t label_w = 22, col_w = 14, per_table = 1 + std::max<size_t>(1, (width - label_w) / col_w - 1);
+  for (size_t first = 0; first < all.size(); first += per_table) {
+    size_t last = std::min(all.size(), first + per_table);
+    out << '\n';
+    if (first > 0) out << "(continued)\n";
+    std::string legend;
+    out << pad_right("", label_w);
+    for (size_t c = first; c < last; ++c) {
+      std::string name = c == 0 ? "recorded" : c == 1 ? "as recorded" : "[" + std::to_string(c - 1) + "]";
+      out << pad_left(name, col_w);
+      if (c > 1) legend += "  [" + std::to_string(c - 1) + "] " + term(all[c]->label, 200) + '\n';
+    }
+    out << '\n';
+    auto row = [&](const std::string& label, auto cell) {
+      out << pad_right(label, label_w);
+      for (size_t c = first; c < last; ++c) out << pad_left(cell(*all[c]), col_w);
+      out << '\n';
+    };
+    row("peak reserved", [](const SimRun& r) { return human_bytes(r.peak_reserved); });
+    row("peak allocated", [](const SimRun& r) { return human_bytes(r.peak_allocated); });
+    row("stranded at the peak", [](const SimRun& r) { return human_bytes(r.stranded_at_peak); });
+    row("fragmentation", [](const SimRun& r) { return percent(r.fragmentation_at_peak); });
+    row("cudaMalloc / map", [](const SimRun& r) { return with_commas(r.segment_allocs); });
+    row("cudaFree / unmap", [](const SimRun& r) { return with_commas(r.segment_frees); });
+    row("flush and retry", [](const SimRun& r) { return with_commas(r.retries); });
+    row("out of memory", [](const SimRun& r) { return oom_cell(r); });
+    bool any_min = false;
+    for (size_t c = first; c < last; ++c) any_min = any_min || all[c]->min_capacity;
+    if (any_min)
+      row("smallest device", [](const SimRun& r) {
+        return r.min_capacity ? human_bytes(*r.min_capacity) : std::string(r.label == "recorded" ? "" : "-");
+      });
+    if (!legend.empty()) out << legend;
+  }
+  for (size_t c = 0; c < all.size(); ++c)
+    if (all[c]->oom && c > 0)
+      para(std::string(c == 1 ? "as recorded" : "[" + std::to_string(c - 1) + "]") + ": runs out of memory at event " +
+           with_commas(all[c]->oom->event_index) + " requesting " + human_bytes(all[c]->oom->requested_bytes) +
+           " from " + term(all[c]->oom->site, 200));
+}
+
+void write_simulate_json(std::ostream& out, const Source& src, const Simulation& sim) {
+  Json runs = Json::array();
+  for (const auto& r : sim.runs) runs.push_back(run_json(r));
+  const auto& f = sim.fidelity;
+  runs[0]["fidelity"] = {{"identical", f.identical()},
+                         {"segments_recorded", f.segments_recorded},
+                         {"segments_simulated", f.segments_simulated},
+                         {"segments_matching", f.segments_matching},
+                         {"peak_reserved_equal", f.peak_reserved_equal},
+                         {"oom_equal", f.oom_equal}};
+  Json doc = {{"schema_version", 1},
+              {"tool", std::string("memsnap ") + kVersion},
+              {"input", detail::input_json(src.input, src.context.snap)},
+              {"device", sim.device},
+              {"starts_mid_run", sim.starts_mid_run},
+              {"capacity_source", sim.capacity_source},
+              {"explicit_empty_cache", sim.explicit_empty_cache},
+              {"recorded", run_json(sim.recorded)},
+              {"runs", std::move(runs)},
+              {"min_capacity_bytes", opt(sim.runs.front().min_capacity)}};
+  detail::write_json(out, doc);
+}
+
+}  // namespace memsnap::report
