@@ -1,5 +1,6 @@
 // analyze(): which analyses run, in which order, on which state.
 #include "memsnap/analysis/analyze.hpp"
+#include "memsnap/analysis/simulate.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +15,35 @@
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::analysis {
+
+namespace {
+
+// The first explained OOM, when the advice is an allocator setting: the recorded requests
+// under that setting (memsnap simulate), in one line of the OOM section.
+void what_if(const Context& ctx, const Replay& replay, OomResult& ooms) {
+  if (ooms.explained.empty() || !ooms.explained.front().from_trace) return;
+  OomReport& r = ooms.explained.front();
+  std::string setting;
+  for (OomFix f : r.fixes)
+    if (f == OomFix::ExpandableSegments) {
+      setting = "expandable_segments:True";
+      break;
+    }
+  if (setting.empty() || !r.event_index) return;
+  SimulateOptions options;
+  options.sets = {setting};
+  Simulation sim = simulate(ctx, replay, options);
+  if (sim.runs.size() < 2) return;
+  const SimRun& run = sim.runs[1];
+  OomReport::WhatIf w;
+  w.setting = setting;
+  w.fits = !run.oom || run.oom->event_index > *r.event_index;
+  if (run.oom) w.oom_event = run.oom->event_index;
+  w.peak_reserved_bytes = run.peak_reserved;
+  r.what_if = w;
+}
+
+}  // namespace
 
 namespace {
 
@@ -143,6 +173,7 @@ struct Analyzer {
       if (out.at) dumped_accounting = account(ctx, d);
       out.ooms = analyze_ooms(ctx, d, dumped_accounting ? *dumped_accounting : out.accounting,
                               replay ? &*replay : nullptr, out.leaks, o.oom);
+      if (replay) what_if(ctx, *replay, out.ooms);
     }
     if (o.timeline && replay)
       out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);

@@ -184,6 +184,11 @@ Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& l
           {"stack", r.stack},
           {"top_sites", std::move(top)},
           {"advice", std::move(advice)},
+          {"what_if", r.what_if ? Json{{"setting", r.what_if->setting},
+                                       {"fits", r.what_if->fits},
+                                       {"oom_event_index", opt(r.what_if->oom_event)},
+                                       {"peak_reserved_bytes", r.what_if->peak_reserved_bytes}}
+                                : Json(nullptr)},
           {"from_trace", r.from_trace},
           {"pool", snapshot::to_string(r.pool)},
           {"expandable", r.expandable},

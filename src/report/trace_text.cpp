@@ -258,6 +258,14 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
           << wrap_block("\"" + torch_message(r) + "\"", width, 4);
     }
     for (size_t i = 0; i < r.fixes.size(); ++i) line(i == 0 ? "fix" : "", term(fix_words(r.fixes[i], r), 1024));
+    if (r.what_if)
+      line("what if", "with " + r.what_if->setting + " this request would " +
+                          (r.what_if->fits ? std::string("have fit")
+                                           : "still have failed") +
+                          ": peak reserved " + human_bytes(r.what_if->peak_reserved_bytes) +
+                          (r.what_if->oom_event ? ", out of memory at event " + with_commas(*r.what_if->oom_event)
+                                                : std::string()) +
+                          " (memsnap simulate)");
   }
   if (!d.ooms.more.empty()) {
     out << '\n'

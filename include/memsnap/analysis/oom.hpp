@@ -116,6 +116,14 @@ struct OomReport {
   bool retry_in_except = false;            // allocations resumed while the failed step's tensors were alive
   std::string retry_site;
   std::optional<OomMessageCheck> message;  // --oom-message, on the report it describes
+  /// What `memsnap simulate` found for the advised allocator setting.
+  struct WhatIf {
+    std::string setting;                  // "expandable_segments:True", "max_split_size_mb:N"
+    bool fits = false;                    // this request would have been served
+    std::optional<uint32_t> oom_event;    // where the simulated run ran out instead, if it did
+    uint64_t peak_reserved_bytes = 0;     // of the simulated run
+  };
+  std::optional<WhatIf> what_if;
 
   OomCause cause() const { return causes.front(); }
 };
