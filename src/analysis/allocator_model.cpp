@@ -194,7 +194,8 @@ uint64_t AllocatorModel::covering_start(uint64_t addr) const {
   // Walk the segment's blocks: only for an address the trace and the model disagree on.
   for (uint64_t a = seg->first; a != kNone;) {
     const ModelBlock* b = blocks_.find(a);
-    if (!b) return kNone;
+    if (!b || walk_budget_ == 0) return kNone;
+    --walk_budget_;
     if (addr < a + b->size) return a;
     a = b->next;
   }
@@ -342,7 +343,13 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
 }
 
 bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state, uint64_t requested) {
-  uint64_t start = covering_start(addr);
+  // Blocks come in address order: the next one is most often inside the free block after the
+  // last (no walk from the segment's start each time).
+  uint64_t start = kNone;
+  if (const ModelBlock* h = place_hint_ != kNone ? blocks_.find(place_hint_) : nullptr;
+      h && h->state == ModelState::Free && place_hint_ <= addr && addr < place_hint_ + h->size)
+    start = place_hint_;
+  if (start == kNone) start = covering_start(addr);
   if (start == kNone) return false;
   ModelBlock b = *blocks_.find(start);
   if (b.state != ModelState::Free || addr + size > start + b.size) return false;
@@ -353,6 +360,7 @@ bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state, uint6
   set_state(addr, *p, state);
   peak_reserved_ = 0;  // the seeded start state is the first moment measured
   note_peak();
+  place_hint_ = blocks_.contains(addr + size) ? addr + size : kNone;
   return true;
 }
 

@@ -1,6 +1,5 @@
 // analyze(): which analyses run, in which order, on which state.
 #include "memsnap/analysis/analyze.hpp"
-#include "memsnap/analysis/simulate.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +9,7 @@
 #include <thread>
 
 #include "memsnap/analysis/events.hpp"
+#include "memsnap/analysis/simulate.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/prefault.hpp"
 #include "memsnap/util/units.hpp"

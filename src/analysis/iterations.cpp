@@ -164,9 +164,11 @@ Periodicity score(const Sampled& c, size_t n, std::vector<size_t>& suffix) {
   const size_t parts = hits.size() <= 256 ? hits.size() : 16;
   for (size_t part = 0; part < parts; ++part) {
     size_t k = hits.size() * part / parts;
-    // At least two periods from the start on: three steps whose first differs (optimizer
-    // state made in step one) leave two alike.
-    if (k >= hits.size() || n - k * c.stride < 2 * c.p) break;
+    // At least three periods from the start on; a period of a quarter of the window or more
+    // (three or four steps) needs two: three steps whose first differs (optimizer state made
+    // in step one) leave two alike.
+    const size_t need = c.p * 4 >= n ? 2 * c.p : 3 * c.p;
+    if (k >= hits.size() || n - k * c.stride < need) break;
     starts.emplace_back(k * c.stride, double(suffix[k]) / double(hits.size() - k));
     out.ratio = std::max(out.ratio, starts.back().second);
   }
@@ -771,7 +773,8 @@ IterationResult find_iterations(const Context& ctx, const snapshot::Device& d, c
   // nearer zero (a steady run with one rising step does not grow).
   std::vector<double> steps;
   size_t stride = std::max<size_t>(1, level.size() / 4000);
-  for (size_t j = stride; j < level.size(); j += stride) steps.push_back((level[j] - level[j - stride]) / double(stride));
+  for (size_t j = stride; j < level.size(); j += stride)
+    steps.push_back((level[j] - level[j - stride]) / double(stride));
   if (!steps.empty()) {
     std::sort(steps.begin(), steps.end());
     size_t n = steps.size();

@@ -224,8 +224,8 @@ void Replay::check_layout(const AllocatorModel& model) {
     }
     auto dblocks = device_.blocks_of(d);
     if (blocks.size() != dblocks.size()) {
-      differ("segment " + hex(d.address) + ": the replay has " + std::to_string(blocks.size()) +
-             " blocks, the dump " + std::to_string(dblocks.size()));
+      differ("segment " + hex(d.address) + ": the replay has " + std::to_string(blocks.size()) + " blocks, the dump " +
+             std::to_string(dblocks.size()));
       continue;
     }
     size_t j = 0;
@@ -588,14 +588,14 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
   uint64_t size = f.size;
   bool exact = f.exact;
   while (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first < i) ++s.next_exact;
-  if (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first == i) {
-    exact = exact && size == exact_size_[s.next_exact].second;
-    size = exact_size_[s.next_exact].second;
-  }
-  if (!exact) {
-    ++estimated_blocks_;
+  if (!exact || (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first == i &&
+                 size != exact_size_[s.next_exact].second))
     if (!layout_check_.first_unfollowed_event) layout_check_.first_unfollowed_event = i;
+  if (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first == i) {
+    size = exact_size_[s.next_exact].second;  // the dump's: exact whatever the model said
+    exact = true;
   }
+  if (!exact) ++estimated_blocks_;
   ranges_.push_back(Stored{i, kNever, kNever, encode_size(id, size, exact, false), encode_before(id, s.t.allocated)});
   s.t.allocated += size;
   s.t.active += size;

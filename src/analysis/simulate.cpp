@@ -117,8 +117,7 @@ class Runner {
           // would have gone on holding it).
           auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
           if (!r.addr) {
-            if (!out.oom)
-              out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
+            if (!out.oom) out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
             ++out.ooms;
             if (stop_at_oom) return finish(out, m);
           }
@@ -127,8 +126,7 @@ class Runner {
         case Action::Alloc: {
           auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
           if (!r.addr) {
-            if (!out.oom)
-              out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
+            if (!out.oom) out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
             ++out.ooms;
             if (stop_at_oom) return finish(out, m);
             break;
@@ -294,7 +292,8 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
     rec.fragmentation_at_peak = rec.peak_reserved ? double(rec.stranded_at_peak) / double(rec.peak_reserved) : 0;
   }
   if (const auto& p = replay.peak_allocated())
-    rec.peak_allocated = replay.allocated_peak_at_window_start() ? replay.start_totals().allocated : p->totals.allocated;
+    rec.peak_allocated =
+        replay.allocated_peak_at_window_start() ? replay.start_totals().allocated : p->totals.allocated;
   std::vector<uint64_t> recorded_segments;
   for (uint32_t i = 0; i < trace.size(); ++i) {
     Action a = trace.action_at(i);
@@ -312,7 +311,7 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
     rec.oom = SimOom{i, trace.size_at(i), ctx.sites.name(ctx.sites.site_of(trace.stack_at(i)))};
     // The device as the allocator saw it: what it held plus what cudaMemGetInfo said was free.
     rec.capacity = replay.ooms().front().totals.reserved + trace[i].device_free();
-    sim.capacity_source = "reserved plus free memory at the recorded OOM";
+    sim.capacity_source = "at the OOM: what PyTorch held plus what was free; before it, at least what the run held";
   }
   if (options.capacity) {
     if (*options.capacity < rules::kSmallBuffer)

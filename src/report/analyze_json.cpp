@@ -45,13 +45,12 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
                                   : Json(nullptr);
     trace["estimated_blocks"] = t.estimated_blocks;
     if (t.layout)
-      trace["layout"] = {{"equal", t.layout->equal},
-                         {"segments_compared", t.layout->segments},
-                         {"blocks_compared", t.layout->blocks},
-                         {"first_difference", t.layout->first_difference.empty()
-                                                  ? Json(nullptr)
-                                                  : Json(t.layout->first_difference)},
-                         {"first_unfollowed_event", opt(t.layout->first_unfollowed_event)}};
+      trace["layout"] = {
+          {"equal", t.layout->equal},
+          {"segments_compared", t.layout->segments},
+          {"blocks_compared", t.layout->blocks},
+          {"first_difference", t.layout->first_difference.empty() ? Json(nullptr) : Json(t.layout->first_difference)},
+          {"first_unfollowed_event", opt(t.layout->first_unfollowed_event)}};
   }
   d["trace"] = std::move(trace);
   if (const auto& p = a.peaks.allocated) {

@@ -75,14 +75,14 @@ Json run_json(const SimRun& r) {
 
 std::string fidelity_line(const Simulation& sim) {
   const auto& f = sim.fidelity;
-  std::string line = "fidelity: segment sequence " + std::string(f.segments_matching == f.segments_recorded &&
-                                                                         f.segments_simulated == f.segments_recorded
-                                                                     ? "identical: "
-                                                                     : "differs: ") +
-                     with_commas(f.segments_matching) + " of " + with_commas(f.segments_recorded) +
-                     " match (simulated " + with_commas(f.segments_simulated) + "); peak reserved " +
-                     (f.peak_reserved_equal ? "equal" : "differs") + "; OOM " +
-                     (f.oom_equal ? "at the same event" : "differs");
+  std::string line =
+      "fidelity: segment sequence " +
+      std::string(f.segments_matching == f.segments_recorded && f.segments_simulated == f.segments_recorded
+                      ? "identical: "
+                      : "differs: ") +
+      with_commas(f.segments_matching) + " of " + with_commas(f.segments_recorded) + " match (simulated " +
+      with_commas(f.segments_simulated) + "); peak reserved " + (f.peak_reserved_equal ? "equal" : "differs") +
+      "; OOM " + (f.oom_equal ? "at the same event" : "differs");
   if (!f.identical()) line += ". The what-if figures below are estimates.";
   return line;
 }
@@ -102,8 +102,9 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
     para(with_commas(sim.explicit_empty_cache) +
          " recorded cache flushes not forced by a failed cudaMalloc (empty_cache()) are made in every run");
   if (sim.gc_approximated)
-    para("garbage_collection_threshold is approximated: the model frees wholly free segments in address order, "
-         "PyTorch the oldest cached blocks");
+    para(
+        "garbage_collection_threshold is approximated: the model frees wholly free segments in address order, "
+        "PyTorch the oldest cached blocks");
   para(fidelity_line(sim));
   // Columns: the recorded run, then the simulated runs, three at a time.
   std::vector<const SimRun*> all{&sim.recorded};
@@ -160,7 +161,7 @@ void write_simulate_json(std::ostream& out, const Source& src, const Simulation&
                          {"peak_reserved_equal", f.peak_reserved_equal},
                          {"oom_equal", f.oom_equal}};
   Json doc = {{"schema_version", 1},
-              {"tool", std::string("memsnap ") + kVersion},
+              {"tool", {{"name", "memsnap"}, {"version", kVersion}}},
               {"input", detail::input_json(src.input, src.context.snap)},
               {"device", sim.device},
               {"starts_mid_run", sim.starts_mid_run},

@@ -41,10 +41,9 @@ void site_row(std::ostream& out, const std::string& raw, size_t site_w, const st
 
 void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin, size_t width) {
   const auto& p = *d.peaks.allocated;
-  std::string line = human_bytes(p.allocated_bytes) + " allocated, " + human_bytes(p.reserved_bytes) +
-                     " reserved, " +
-                     (p.at_window_start ? std::string("when the recorded window opened")
-                                        : "at event " + with_commas(p.event_index));
+  std::string line =
+      human_bytes(p.allocated_bytes) + " allocated, " + human_bytes(p.reserved_bytes) + " reserved, " +
+      (p.at_window_start ? std::string("when the recorded window opened") : "at event " + with_commas(p.event_index));
   std::string t = at_time(p.time_us, origin);
   if (!t.empty()) line += " (" + t + ")";
   if (d.peaks.reserved && d.peaks.reserved->bytes > p.reserved_bytes) {
@@ -164,8 +163,7 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot
     std::string line = "replay: consistent with the dumped state";
     if (t.layout && !t.layout->equal) {
       line += ", but its layout parts from the dump";
-      if (t.layout->first_unfollowed_event)
-        line += " from event " + with_commas(*t.layout->first_unfollowed_event);
+      if (t.layout->first_unfollowed_event) line += " from event " + with_commas(*t.layout->first_unfollowed_event);
       if (!t.layout->first_difference.empty()) line += " (" + t.layout->first_difference + ")";
     }
     if (t.estimated_blocks)
@@ -245,7 +243,7 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
                                  plural_blocks(r.estimated_blocks) +
                                  " freed after the OOM left only their requested size, and the allocator may have "
                                  "handed out larger blocks)"
-                           : "exact (every live block's size is known or follows from the allocator's rounding)");
+                           : "exact (every live block's size is dumped or follows from the allocator's rules)");
     for (size_t i = 0; i < r.causes.size(); ++i)
       line(i == 0 ? "cause" : "also",
            std::string(to_string(r.causes[i])) + ": " + term(cause_evidence(r.causes[i], r, d.leaks), 2048));
@@ -260,9 +258,8 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
     for (size_t i = 0; i < r.fixes.size(); ++i) line(i == 0 ? "fix" : "", term(fix_words(r.fixes[i], r), 1024));
     if (r.what_if)
       line("what if", "with " + r.what_if->setting + " this request would " +
-                          (r.what_if->fits ? std::string("have fit")
-                                           : "still have failed") +
-                          ": peak reserved " + human_bytes(r.what_if->peak_reserved_bytes) +
+                          (r.what_if->fits ? std::string("have fit") : "still have failed") + ": peak reserved " +
+                          human_bytes(r.what_if->peak_reserved_bytes) +
                           (r.what_if->oom_event ? ", out of memory at event " + with_commas(*r.what_if->oom_event)
                                                 : std::string()) +
                           " (memsnap simulate)");

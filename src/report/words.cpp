@@ -287,14 +287,13 @@ std::string cause_evidence(OomCause cause, const OomReport& r, const std::vector
       return ev;
     }
     case OomCause::SegmentRounding: {
-      std::string what = r.expandable
-                             ? human_bytes(r.map_bytes) + " of new pages for it (expandable segments map " +
-                                   (r.pool == snapshot::Pool::Small ? "2 MiB" : "20 MiB") + " pages in the " +
-                                   snapshot::to_string(r.pool) + " pool)"
-                             : "a " + human_bytes(r.segment_request_bytes) + " segment for it" +
-                                   (rounded < rules::kMinLargeAlloc && rounded > rules::kSmallSize
-                                        ? " (every request between 1 MiB and 10 MiB gets a 20 MiB segment)"
-                                        : "");
+      std::string what = r.expandable ? human_bytes(r.map_bytes) + " of new pages for it (expandable segments map " +
+                                            (r.pool == snapshot::Pool::Small ? "2 MiB" : "20 MiB") + " pages in the " +
+                                            snapshot::to_string(r.pool) + " pool)"
+                                      : "a " + human_bytes(r.segment_request_bytes) + " segment for it" +
+                                            (rounded < rules::kMinLargeAlloc && rounded > rules::kSmallSize
+                                                 ? " (every request between 1 MiB and 10 MiB gets a 20 MiB segment)"
+                                                 : "");
       return "The " + human_bytes(rounded) + " request would have fit in the " + human_bytes(*r.device_free_bytes) +
              " the device had free, but the allocator must map " + what + ".";
     }

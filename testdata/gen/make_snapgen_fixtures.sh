@@ -57,6 +57,8 @@ gen train4.pickle           "${small[@]}" --scenario train --steps 4
 gen leak3.pickle            "${small[@]}" --scenario leak --steps 3
 gen cpp.pickle              "${small[@]}" --scenario train --steps 3 --cpp-frames --extra-frames 3
 gen ring.pickle             "${small[@]}" --scenario leak --steps 12 --max-entries 200
+# A ring buffer that dropped the peak: the highest state is the one the window opened with.
+gen ring_start.pickle       "${small[@]}" --scenario train --steps 6 --max-entries 30
 gen forward.pickle          --seed 1 --layers 24 --width 256 --batch 2 --seq 64 --scenario forward
 gen inference.pickle        --seed 1 --layers 12 --width 256 --batch 2 --seq 64 --scenario inference --steps 6
 # A trace recorded without stacks (context=None): the frames stripped afterwards.

@@ -183,8 +183,8 @@ def shoot(b, name, part, selector=None):
 def check_interaction(b, name, path, doc, file_index=0):
     """Hover and click the peak of each device's timeline; click the middle of the first."""
     for d in doc["devices"]:
-        if not d["peak"]:
-            continue
+        if not d["peak"] or d["peak"].get("at_window_start"):
+            continue  # no peak, or the window's opening: no event to hover
         dev, peak = d["device"], d["peak"]["event_index"]
         b.eval("document.querySelector('canvas.timeline[data-file=\"%d\"][data-device=\"%d\"]')"
                ".scrollIntoView({block: 'center'})" % (file_index, dev))

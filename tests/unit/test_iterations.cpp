@@ -561,13 +561,15 @@ TEST_CASE("periods searched on one device are refused for another") {
   analysis::Replay replay(ctx, d1);
   analysis::TracePeriods periods(ctx.snap, d0, {});
   CHECK_THROWS_AS(analysis::find_iterations(ctx, d1, replay, {}, std::move(periods)), std::logic_error);
-  // Made for d1, they give what the search alone gives (a weak repeat there: its periods
-  // were scored).
+  // Made for d1, they give what the search alone gives (its three training steps, the first
+  // unlike the others: --steps 3 in MANIFEST.tsv).
   auto alone = analysis::find_iterations(ctx, d1, replay, {});
   auto given = analysis::find_iterations(ctx, d1, replay, {}, analysis::TracePeriods(ctx.snap, d1, {}));
-  CHECK(alone.iterations.reason == NoIterations::WeakRepeat);
-  CHECK(alone.iterations.match_ratio > 0.5);
+  CHECK(alone.iterations.reason == NoIterations::Claimed);
+  CHECK(alone.iterations.count == 3);
+  CHECK(alone.iterations.match_ratio > 0.8);
   CHECK(given.iterations.reason == alone.iterations.reason);
+  CHECK(given.iterations.count == alone.iterations.count);
   CHECK(given.iterations.match_ratio == alone.iterations.match_ratio);
   CHECK(given.iterations.allocations == alone.iterations.allocations);
 }

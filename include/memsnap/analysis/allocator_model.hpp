@@ -178,7 +178,7 @@ class AllocatorModel {
   /// Counters of what the simulated allocator did.
   struct Counters {
     uint64_t segment_allocs = 0, segment_frees = 0;  // cudaMalloc / cudaFree (map / unmap)
-    uint64_t retries = 0;                           // cache flushed and cudaMalloc retried
+    uint64_t retries = 0;                            // cache flushed and cudaMalloc retried
     uint64_t gc_runs = 0;
   };
   const Counters& counters() const { return c_; }
@@ -206,7 +206,7 @@ class AllocatorModel {
   ModelSettings settings_;
   bool simulate_;
   Blocks blocks_;
-  std::map<uint64_t, ModelSegment> segments_;  // by start address
+  std::map<uint64_t, ModelSegment> segments_;               // by start address
   std::set<std::tuple<PoolKey, uint64_t, uint64_t>> free_;  // simulate: (pool, size, address)
   ModelTotals t_;
   uint64_t peak_reserved_ = 0, stranded_at_peak_ = 0;
@@ -215,6 +215,11 @@ class AllocatorModel {
   }
   Counters c_;
   std::vector<uint64_t> seg_sizes_;
+  // Walking a segment's blocks (covering_start) is for addresses the trace and the model
+  // disagree on; a hostile trace could ask for it at every event: a budget bounds the work,
+  // and once spent such addresses are unfollowed (reported, sized from the request).
+  mutable uint64_t walk_budget_ = uint64_t{1} << 25;
+  uint64_t place_hint_ = ModelBlock::kNone;    // the free block after the last placed one
   uint64_t next_address_ = uint64_t{1} << 52;  // above any address a trace records
   std::vector<std::pair<uint64_t, uint64_t>> hints_;
   size_t next_hint_ = 0;

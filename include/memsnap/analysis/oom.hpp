@@ -84,8 +84,8 @@ struct OomReport {
   int device = 0;
   uint64_t stream = 0;
   snapshot::Pool pool = snapshot::Pool::Unknown;
-  bool expandable = false;             // decided under expandable segments
-  uint64_t requested_bytes = 0;        // the rounded request the oom event records
+  bool expandable = false;       // decided under expandable segments
+  uint64_t requested_bytes = 0;  // the rounded request the oom event records
   /// get_allocation_size(rounded): the message's "Tried to allocate", with expandable segments too.
   uint64_t segment_request_bytes = 0;
   /// What the allocator had to get from the device: the segment, or with expandable
@@ -118,10 +118,10 @@ struct OomReport {
   std::optional<OomMessageCheck> message;  // --oom-message, on the report it describes
   /// What `memsnap simulate` found for the advised allocator setting.
   struct WhatIf {
-    std::string setting;                  // "expandable_segments:True", "max_split_size_mb:N"
-    bool fits = false;                    // this request would have been served
-    std::optional<uint32_t> oom_event;    // where the simulated run ran out instead, if it did
-    uint64_t peak_reserved_bytes = 0;     // of the simulated run
+    std::string setting;                // "expandable_segments:True", "max_split_size_mb:N"
+    bool fits = false;                  // this request would have been served
+    std::optional<uint32_t> oom_event;  // where the simulated run ran out instead, if it did
+    uint64_t peak_reserved_bytes = 0;   // of the simulated run
   };
   std::optional<WhatIf> what_if;
 

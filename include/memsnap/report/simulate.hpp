@@ -8,8 +8,7 @@
 
 namespace memsnap::report {
 
-void write_simulate_text(std::ostream& out, const Source& src, const analysis::Simulation& sim,
-                         const TextStyle& style);
+void write_simulate_text(std::ostream& out, const Source& src, const analysis::Simulation& sim, const TextStyle& style);
 void write_simulate_json(std::ostream& out, const Source& src, const analysis::Simulation& sim);
 
 }  // namespace memsnap::report

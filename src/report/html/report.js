@@ -604,7 +604,8 @@
     var figs = el('div', 'figures');
     if (j.peak) {
       figs.appendChild(figure('peak allocated', num(j.peak.allocated_bytes, base + 'peak.allocated_bytes'),
-        ['at event ', num(j.peak.event_index, base + 'peak.event_index', 'count'), ' ', plusTime(rel(file, j.peak.time_us))]));
+        j.peak.at_window_start ? ['when the recorded window opened (older events were dropped)']
+          : ['at event ', num(j.peak.event_index, base + 'peak.event_index', 'count'), ' ', plusTime(rel(file, j.peak.time_us))]));
     }
     if (j.peak_reserved) figs.appendChild(figure('peak reserved', num(j.peak_reserved.bytes, base + 'peak_reserved.bytes')));
     figs.appendChild(figure('reserved at the dump', num(t.reserved_bytes, base + 'totals.reserved_bytes'),

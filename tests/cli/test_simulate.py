@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# memsnap simulate: with the recorded settings it reproduces every snapgen run (segment sizes in
+# order, peak reserved, OOM event, as the trace recorded them); a frag OOM goes away under
+# expandable segments, a capacity OOM does not and --min-capacity answers above the recorded
+# device; bad settings and capacities are one-line errors; the text fits 80 columns.
+import json
+
+from clitest import check, expect_error, finish, run, snap
+
+
+def simulate(*args):
+    rc, out, err = run(["simulate", "--format", "json"] + list(args))
+    check("simulate %s" % " ".join(args), rc == 0, "exit %d: %s" % (rc, err))
+    return json.loads(out) if rc == 0 else None
+
+
+def recorded_segments(path):
+    """The segment_alloc / segment_map sizes and the first OOM event, read from `events --format json`."""
+    rc, out, err = run(["events", "--format", "json", "--count", "10000000", path])
+    devices = json.loads(out)["devices"] if rc == 0 else []
+    return devices
+
+
+with open(snap("MANIFEST.tsv")) as fh:
+    fixtures = [line.split("\t")[0] for line in fh]
+ran = 0
+for f in fixtures:
+    with open(snap(f.replace(".pickle", "").replace(".gz", "").replace(".zst", "") + ".truth.json")) as fh:
+        truth = json.load(fh)
+    if not any(pd.get("trace_entries") for pd in truth["per_device"]) or f.startswith("list"):
+        continue
+    doc = simulate(snap(f))
+    if not doc:
+        continue
+    ran += 1
+    r0, rec = doc["runs"][0], doc["recorded"]
+    fid = r0["fidelity"]
+    check(f + ": as recorded reproduces the run", fid["identical"] is True, repr(fid))
+    check(f + ": recorded figures", r0["peak_reserved_bytes"] == rec["peak_reserved_bytes"] and
+          r0["segment_allocs"] == rec["segment_allocs"] and r0["segment_frees"] == rec["segment_frees"],
+          "%r vs %r" % (r0, rec))
+    # The recorded figures are the truth's (the device simulated: the first OOM, else the largest).
+    pd = truth["per_device"][doc["device"]]
+    check(f + ": recorded peak reserved is the truth's", rec["peak_reserved_bytes"] == pd["peak"]["reserved_bytes"],
+          "%d vs %d" % (rec["peak_reserved_bytes"], pd["peak"]["reserved_bytes"]))
+    oom = truth.get("oom")
+    if oom and oom["device"] == doc["device"]:
+        check(f + ": OOM where the recorded run had it", r0["oom"] is not None and rec["oom"] is not None and
+              r0["oom"]["event_index"] == rec["oom"]["event_index"] and
+              r0["oom"]["requested_bytes"] == oom["requested_rounded"], "%r %r" % (r0["oom"], oom))
+    else:
+        check(f + ": no OOM", r0["oom"] is None and rec["oom"] is None, repr(r0["oom"]))
+    # Segment by segment: the events the trace recorded.
+    for d in recorded_segments(snap(f)):
+        if d["device"] != doc["device"]:
+            continue
+        sizes = [e["size_bytes"] for e in d["events"] if e["action"] in ("segment_alloc", "segment_map")]
+        check(f + ": recorded segment count", len(sizes) == fid["segments_recorded"] == fid["segments_matching"],
+              "%d %r" % (len(sizes), fid))
+check("fixtures simulated", ran >= 20, "only %d" % ran)
+
+# --- what-ifs ------------------------------------------------------------------------------------
+with open(snap("frag.truth.json")) as fh:
+    frag = json.load(fh)
+doc = simulate(snap("frag.pickle"), "--set", "expandable_segments:True")
+if doc:
+    check("frag: recorded OOM", doc["runs"][0]["oom"] is not None)
+    check("frag: expandable_segments:True runs", doc["runs"][1]["oom"] is None and
+          doc["runs"][1]["settings"]["expandable_segments"] is True, repr(doc["runs"][1]))
+rc, out, err = run(["analyze", "--format", "json", snap("frag.pickle")])
+w = json.loads(out)["devices"][0]["oom"]["what_if"] if rc == 0 else None
+check("analyze frag: what if expandable segments", w is not None and w["setting"] == "expandable_segments:True" and
+      w["fits"] is True, repr(w))
+
+with open(snap("capacity.truth.json")) as fh:
+    capt = json.load(fh)
+cap = capt["capacity_bytes"][0]
+doc = simulate(snap("capacity.pickle"), "--set", "expandable_segments:True", "--min-capacity")
+if doc:
+    check("capacity: recorded capacity", doc["runs"][0]["capacity_bytes"] == cap,
+          "%r vs %d" % (doc["runs"][0]["capacity_bytes"], cap))
+    check("capacity: still fails with expandable segments", doc["runs"][1]["oom"] is not None)
+    m = doc["min_capacity_bytes"]
+    check("capacity: --min-capacity above the recorded device", m is not None and m > cap, "%r vs %d" % (m, cap))
+    # and it is the smallest: 2 MiB less fails, the answer runs.
+    if m:
+        d1 = simulate(snap("capacity.pickle"), "--capacity", str(m))
+        d2 = simulate(snap("capacity.pickle"), "--capacity", str(m - 2 * 1024 * 1024))
+        check("capacity: the answer runs", d1 and d1["runs"][0]["oom"] is None)
+        check("capacity: 2 MiB less fails", d2 and d2["runs"][0]["oom"] is not None)
+
+doc = simulate(snap("train.pickle"), "--set", "max_split_size_mb:20,garbage_collection_threshold:0.6",
+               "--set", "roundup_power2_divisions:4")
+if doc:
+    s1, s2 = doc["runs"][1]["settings"], doc["runs"][2]["settings"]
+    check("settings parsed", s1["max_split_size_bytes"] == 20 << 20 and s1["garbage_collection_threshold"] == 0.6 and
+          s2["roundup_power2_divisions"] == [[1 << k, 4] for k in range(16)], "%r %r" % (s1, s2))
+    check("no capacity known: none assumed", doc["runs"][0]["capacity_bytes"] is None)
+
+# --- bad input: one line, exit 2 ---------------------------------------------------------------
+train = snap("train.pickle")
+expect_error("unknown setting", ["simulate", "--set", "foo:1", train],
+             "unknown setting 'foo' (known: expandable_segments, max_split_size_mb, roundup_power2_divisions, "
+             "garbage_collection_threshold)".join(["--set foo:1: ", ""]))
+expect_error("not KEY:VALUE", ["simulate", "--set", "expandable_segments", train],
+             "--set expandable_segments: expected KEY:VALUE as in PYTORCH_CUDA_ALLOC_CONF, e.g. "
+             "expandable_segments:True")
+expect_error("bad number", ["simulate", "--set", "max_split_size_mb:lots", train],
+             "--set max_split_size_mb:lots: max_split_size_mb takes a number of MiB, not 'lots'")
+expect_error("bad threshold", ["simulate", "--set", "garbage_collection_threshold:1.5", train],
+             "--set garbage_collection_threshold:1.5: garbage_collection_threshold takes a number between 0 and 1 "
+             "(exclusive), not '1.5'")
+for bad in ("-5", "0", "lots", "99999999TB"):
+    expect_error("capacity " + bad, ["simulate", "--capacity", bad, train],
+                 "--capacity: not a device size: '%s' (e.g. 40GB, 38GiB)" % bad)
+expect_error("capacity below one segment", ["simulate", "--capacity", "1000", train],
+             "--capacity 1000 B: smaller than one 2 MiB segment")
+expect_error("no trace", ["simulate", snap("list.pickle")],
+             "the snapshot has no trace to simulate (record it with _record_memory_history)")
+
+# --- text: 80 columns, the verdict in words ------------------------------------------------------
+rc, text, err = run(["simulate", snap("frag.pickle"), "--set", "expandable_segments:True",
+                     "--set", "max_split_size_mb:64", "--set", "garbage_collection_threshold:0.8", "--min-capacity"])
+check("text: runs", rc == 0, err)
+check("text: 80 columns", max(len(l) for l in text.splitlines()) <= 80,
+      [l for l in text.splitlines() if len(l) > 80])
+check("text: fidelity stated", "segment sequence identical: 12 of 12" in text, text)
+check("text: gc approximation stated", "approximated" in text, text)
+
+finish()
