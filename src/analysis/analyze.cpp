@@ -10,8 +10,8 @@
 
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/simulate.hpp"
+#include "memsnap/util/cores.hpp"
 #include "memsnap/util/error.hpp"
-#include "memsnap/util/prefault.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::analysis {
@@ -135,7 +135,7 @@ struct Analyzer {
     if (!d.trace.empty() && (o.trace || at || o.timeline || o.page)) {
       if (spare_core && (o.trace || o.timeline))
         periods = beside([&] { return TracePeriods(ctx.snap, d, o.iterations); });
-      util::PrefaultPause pause(periods.valid());  // both cores are busy
+      util::AllCoresBusy busy(periods.valid());  // both cores are busy
       replay.emplace(ctx, d);
       out.trace.consistent = replay->consistent();
       out.trace.first_mismatch = replay->first_mismatch();
@@ -197,7 +197,7 @@ std::vector<DeviceAnalysis> analyze_devices(const Context& ctx, const std::vecto
     for (size_t k = 0; k < chosen.size(); ++k) out[k] = Analyzer::device(ctx, *chosen[k], o, spare_core);
     return out;
   }
-  util::PrefaultPause pause;  // every core has a device: no core to spare for the prefault worker
+  util::AllCoresBusy busy;  // every core has a device
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(chosen.size());
   auto work = [&] {

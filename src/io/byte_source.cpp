@@ -339,7 +339,7 @@ struct ByteSource::Decoder {
     cv.notify_all();  // a lockstep decoder may be waiting for the reader
     if (thread.joinable()) thread.join();
     release_input();
-    if (base) munmap(base, map_bytes);
+    if (base) util::unmap_huge(base, map_bytes);
   }
   void release_input() {
     unguard(in_guard);

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <system_error>
 
+#include "memsnap/util/memory_mode.hpp"
+
 namespace memsnap::io {
 
 namespace {
@@ -77,7 +79,9 @@ bool ReadAhead::launch() {
   map_ = m;
   moved_.assign(chunks, 0);
   base_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(m) + chunk_ - 1) & ~uintptr_t(chunk_ - 1));
+#if !MEMSNAP_PORTABLE_MEMORY
   if (chunk_ % kChunk == 0) madvise(base_, chunks * chunk_, MADV_HUGEPAGE);  // a hint: 4 KiB pages work too
+#endif
   try {
     thread_ = std::thread([this] { run(); });
   } catch (const std::system_error&) {
@@ -122,8 +126,14 @@ void ReadAhead::run() {
       lock.unlock();
       // The pages of a chunk the reader is done with become the next chunk's. Should the move
       // fail, the read below faults in fresh pages there instead.
+#if MEMSNAP_PORTABLE_MEMORY
+      // No page moves here: the chunk the reader is done with is given back, and the read
+      // below faults in fresh pages (the window's memory stays as bounded, not as fast).
+      if (munmap(base_ + (k - kChunks) * chunk_, chunk_) == 0) moved_[k - kChunks] = 1;
+#else
       if (mremap(base_ + (k - kChunks) * chunk_, chunk_, chunk_, MREMAP_MAYMOVE | MREMAP_FIXED, dst) != MAP_FAILED)
         moved_[k - kChunks] = 1;
+#endif
     }
     size_t want = size_t(std::min<uint64_t>(chunk_, size_ - uint64_t(k) * chunk_));
     size_t got = fill(dst, want);

@@ -2,6 +2,29 @@
 
 #include <sys/mman.h>
 
+#include "memsnap/util/cores.hpp"
+#include "memsnap/util/memory_mode.hpp"
+#if MEMSNAP_PORTABLE_MEMORY
+
+// A portable build (memory_mode.hpp) has no prefault worker: arrays are heap blocks, and
+// only the input file's mapping is given to unmap_later.
+namespace memsnap::util {
+bool prefault_enabled() {
+  return false;
+}
+void prefault(void*, size_t) {}
+AllCoresBusy::AllCoresBusy(bool on) : on_(on) {
+  (void)on_;
+}
+AllCoresBusy::~AllCoresBusy() = default;
+void unmap_later(void* begin, size_t bytes) {
+  if (bytes) munmap(begin, bytes);
+}
+void forget_prefault(void*, size_t) {}
+}  // namespace memsnap::util
+
+#else
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -94,7 +117,7 @@ class Prefaulter {
   std::deque<Range> queue_;
   std::deque<Range> unmaps_;  // mappings given up (unmap_later), unmapped when nothing is to populate
   Range busy_;                // the step being populated, unlocked
-  int paused_ = 0;            // PrefaultPause guards alive
+  int paused_ = 0;            // AllCoresBusy scopes alive
   bool started_ = false;
   bool running_ = false;  // the worker exists
 };
@@ -116,11 +139,12 @@ void prefault(void* begin, size_t bytes) {
   if (Prefaulter* p = instance(); p && bytes) p->add(static_cast<char*>(begin), static_cast<char*>(begin) + bytes);
 }
 
-PrefaultPause::PrefaultPause(bool on) : on_(on) {
+// The memory machinery's answer to a parallel section (cores.hpp): the worker stands aside.
+AllCoresBusy::AllCoresBusy(bool on) : on_(on) {
   if (Prefaulter* p = instance(); p && on_) p->pause(true);
 }
 
-PrefaultPause::~PrefaultPause() {
+AllCoresBusy::~AllCoresBusy() {
   if (Prefaulter* p = instance(); p && on_) p->pause(false);
 }
 
@@ -135,3 +159,5 @@ void forget_prefault(void* begin, size_t bytes) {
 }
 
 }  // namespace memsnap::util
+
+#endif  // MEMSNAP_PORTABLE_MEMORY

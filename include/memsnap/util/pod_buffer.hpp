@@ -10,9 +10,14 @@
 // taken on the second core (see prefault.hpp): for small pages, the part each growth adds;
 // for huge pages, the two past the one push_back is writing. A mapped array therefore holds
 // up to two populated huge pages (or 1 MiB of small ones) beyond its size until trim().
+// In a portable build (memory_mode.hpp) an array is a heap block grown by realloc at every
+// size, and trim() does nothing.
 #pragma once
 
+#include "memsnap/util/memory_mode.hpp"
+#if !MEMSNAP_PORTABLE_MEMORY
 #include <sys/mman.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -27,7 +32,19 @@ namespace memsnap::util {
 
 /// A fresh read-write anonymous mapping of `bytes` (a multiple of 2 MiB) starting on a
 /// 2 MiB boundary and advised MADV_HUGEPAGE; nullptr when it cannot be made. `flags` are
-/// added to mmap's (MAP_NORESERVE for a reservation that is mostly never touched).
+/// added to mmap's (MAP_NORESERVE for a reservation that is mostly never touched). Give it back
+/// with unmap_huge. In a portable build: zeroed heap memory (calloc), without the alignment.
+#if MEMSNAP_PORTABLE_MEMORY
+inline void* map_huge_aligned(size_t bytes, int = 0) {
+  return std::calloc(1, bytes);
+}
+inline void unmap_huge(void* p, size_t) {
+  std::free(p);
+}
+#else
+inline void unmap_huge(void* p, size_t bytes) {
+  munmap(p, bytes);
+}
 inline void* map_huge_aligned(size_t bytes, int flags = 0) {
   constexpr size_t kHuge = size_t{2} << 20;
   size_t span = bytes + kHuge;
@@ -43,6 +60,7 @@ inline void* map_huge_aligned(size_t bytes, int flags = 0) {
 #endif
   return q;
 }
+#endif
 
 template <class T>
 class PodBuffer {
@@ -107,6 +125,7 @@ class PodBuffer {
   /// huge page is split). For an array that is done growing: it costs a fault per
   /// 4 KiB page if it grows again.
   void trim() {
+#if !MEMSNAP_PORTABLE_MEMORY
     if (!map_bytes_) return;
     size_t used = (n_ * sizeof(T) + kSmallPage - 1) & ~(kSmallPage - 1);
     if (used < map_bytes_) {
@@ -114,6 +133,7 @@ class PodBuffer {
       madvise(reinterpret_cast<char*>(p_) + used, map_bytes_ - used, MADV_DONTNEED);
       ahead_ = std::min(ahead_, used);
     }
+#endif
   }
 
  private:
@@ -121,14 +141,19 @@ class PodBuffer {
   static constexpr size_t kMapped = size_t{2} << 20;        // from here a mapping of huge pages
   static constexpr size_t kHugePage = size_t{2} << 20;      // mappings are whole huge pages
   static constexpr size_t kSmallPage = 4096;
-  static size_t round_up(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
+  static size_t round_up(size_t bytes) {
+    return (bytes + kHugePage - 1) & ~(kHugePage - 1);
+  }
   void release() {
     if (p_ == nullptr) return;
+#if !MEMSNAP_PORTABLE_MEMORY
     if (map_bytes_) {
       forget_prefault(p_, map_bytes_);
       munmap(p_, map_bytes_);
-    } else
-      std::free(p_);
+      return;
+    }
+#endif
+    std::free(p_);
   }
   static void* map_aligned(size_t bytes) {
     void* q = map_huge_aligned(bytes);
@@ -140,10 +165,12 @@ class PodBuffer {
     if (n != 0 && bytes / n != sizeof(T)) throw std::bad_alloc();
     if (bytes > (size_t{1} << 48)) throw std::bad_alloc();  // no wrap in the rounding below
     void* q;
-    if (bytes < kSmallMapped) {
+    if (kPortableMemory || bytes < kSmallMapped) {
       q = std::realloc(p_, bytes);
       if (q == nullptr) throw std::bad_alloc();
-    } else if (bytes < kMapped) {
+    }
+#if !MEMSNAP_PORTABLE_MEMORY
+    else if (bytes < kMapped) {
       // Small pages in a mapping of their own that mremap grows in place or moves: a heap
       // block's realloc copied (perf: memcpy under _int_realloc, 7% of a 114 MB analyze)
       // and touched every new block afresh.
@@ -188,6 +215,7 @@ class PodBuffer {
       }
       map_bytes_ = bytes;
     }
+#endif
     p_ = static_cast<T*>(q);
     cap_ = n;
     limit_ = cap_;
@@ -211,7 +239,7 @@ class PodBuffer {
   // to two: 6 of the 28 huge pages a run on the no-frames benchmark file faulted, and its
   // peak RssAnon 57 MiB (0.49x the file) where it is now 45 to 47.
   void look_ahead() {
-    if (map_bytes_ < kMapped) {  // small pages: the new part was requested whole when mapped
+    if (kPortableMemory || map_bytes_ < kMapped) {  // small pages: the new part was requested whole when mapped
       limit_ = cap_;
       return;
     }

@@ -29,21 +29,11 @@ void prefault(void* begin, size_t bytes);
 /// True when prefault() does its work: the machine has more than one core.
 bool prefault_enabled();
 
-/// While one lives (and `on`), prefault() does nothing and the queued requests are dropped:
-/// for work that keeps every core busy. There the worker only takes a core from a thread
-/// that would fault the same pages itself, and a writer that moves an array can wait in
-/// forget_prefault() for a worker the scheduler has not run. Whole runs on the 114 MB and
-/// 1 GB bench files, side by side, took 0.98x and 0.96x the time with the pause.
-class PrefaultPause {
- public:
-  explicit PrefaultPause(bool on = true);
-  ~PrefaultPause();
-  PrefaultPause(const PrefaultPause&) = delete;
-  PrefaultPause& operator=(const PrefaultPause&) = delete;
-
- private:
-  bool on_;
-};
+// While a util::AllCoresBusy scope lives (cores.hpp), prefault() does nothing and the queued
+// requests are dropped: the process's own threads keep every core busy. There the worker only
+// takes a core from a thread that would fault the same pages itself, and a writer that moves
+// an array can wait in forget_prefault() for a worker the scheduler has not run. Whole runs on
+// the 114 MB and 1 GB bench files, side by side, took 0.98x and 0.96x the time with the pause.
 
 /// Unmaps [begin, begin + bytes), a whole mapping the caller gives up and never touches
 /// again, on the worker when it is idle (else here). Why: tearing down a large file's page

@@ -2,8 +2,6 @@
 // of memo GETs (see fast_builder.hpp).
 #pragma once
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <vector>
 
@@ -24,7 +22,7 @@ class Memo {
   ~Memo() {
     for (void* c : chunks_) {
       util::forget_prefault(c, kChunk);
-      munmap(c, kChunk);
+      util::unmap_huge(c, kChunk);
     }
   }
   [[gnu::always_inline]] uint32_t get(uint64_t i) const {

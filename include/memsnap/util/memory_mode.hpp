@@ -1,0 +1,27 @@
+// Which memory machinery the build uses (see pod_buffer.hpp and prefault.hpp).
+//
+// Linux (the default there): large arrays in their own 2 MiB-aligned mappings grown by
+// mremap(MREMAP_FIXED), MADV_HUGEPAGE, a prefault worker on the second core, read-ahead
+// windows whose pages move. Portable (MEMSNAP_PORTABLE_MEMORY=1: the CMake option of that name,
+// and the default on every other system): plain malloc/calloc/realloc and free, no prefault,
+// no page moves; only POSIX mmap of the input file remains. Same results, less speed; CI
+// builds and tests both.
+#pragma once
+
+#include <sys/mman.h>
+
+#ifndef MEMSNAP_PORTABLE_MEMORY
+#if defined(__linux__)
+#define MEMSNAP_PORTABLE_MEMORY 0
+#else
+#define MEMSNAP_PORTABLE_MEMORY 1
+#endif
+#endif
+
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0  // a hint where it exists: untouched pages of a reservation cost nothing
+#endif
+
+namespace memsnap::util {
+inline constexpr bool kPortableMemory = MEMSNAP_PORTABLE_MEMORY != 0;
+}  // namespace memsnap::util
