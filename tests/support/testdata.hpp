@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,8 +17,27 @@ namespace memsnap::test {
 inline std::filesystem::path testdata(const std::string& rel) {
   return std::filesystem::path(MEMSNAP_TESTDATA) / rel;
 }
+/// ../shared/realdata, or the folder MEMSNAP_REALDATA in the environment names (tests only:
+/// MEMSNAP_REALDATA=/nonexistent shows that the real-data tests skip rather than pass).
 inline std::filesystem::path realdata() {
+  if (const char* env = std::getenv("MEMSNAP_REALDATA"); env && *env) return std::filesystem::path(env);
   return std::filesystem::path(MEMSNAP_REALDATA);
+}
+
+/// How many test cases needed real data and found none: main() then exits 77, which the
+/// unit_realdata ctest reports as skipped (a test that ran on nothing has not passed).
+inline int& realdata_missing() {
+  static int missing = 0;
+  return missing;
+}
+
+/// The real file `name`, or nullopt (counted as missing, see realdata_missing) when absent.
+inline std::optional<std::filesystem::path> realdata_file(const std::string& name) {
+  auto p = realdata() / name;
+  if (std::filesystem::exists(p)) return p;
+  ++realdata_missing();
+  MESSAGE("SKIPPED: " << p << " is absent");
+  return std::nullopt;
 }
 
 inline nlohmann::json read_json_file(const std::filesystem::path& p) {
@@ -43,11 +64,17 @@ inline std::vector<std::filesystem::path> realdata_files() {
 }
 
 /// Calls f(path) for every real snapshot, each under its file name as the doctest
-/// context; reports the set as skipped when the folder is absent. Returns how many ran.
+/// context. When the folder is absent (or holds no snapshot) the test case counts as missing
+/// its data (realdata_missing), so its ctest skips. Returns how many ran. Test cases that call
+/// it belong to the "realdata" suite (TEST_CASE("..." * doctest::test_suite("realdata"))): the
+/// unit_realdata ctest runs them, the others exclude them.
 template <class F>
 size_t each_realdata(F f) {
   auto files = realdata_files();
-  if (files.empty()) MESSAGE("SKIPPED: " << realdata() << " is absent");
+  if (files.empty()) {
+    ++realdata_missing();
+    MESSAGE("SKIPPED: " << realdata() << " holds no snapshot");
+  }
   for (const auto& path : files) {
     CAPTURE(path.filename().string());
     f(path);

@@ -361,7 +361,8 @@ TEST_CASE("every snapgen fixture: identities, the torch release rule, quiet stat
   }
 }
 
-TEST_CASE("every real file: identities per device and per segment, pinning sums to stranded") {
+TEST_CASE("every real file: identities per device and per segment, pinning sums to stranded" *
+          doctest::test_suite("realdata")) {
   size_t files = each_realdata([](const std::filesystem::path& path) {
     auto l = snapshot::load_snapshot(path.string());
     for (const auto& d : l.snapshot.devices) {

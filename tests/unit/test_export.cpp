@@ -58,7 +58,7 @@ TEST_CASE("export then re-read: the same model for every snapgen fixture, as JSO
   check_round_trip(test::testdata("json/train.json"));
 }
 
-TEST_CASE("export then re-read: the same model for every real snapshot") {
+TEST_CASE("export then re-read: the same model for every real snapshot" * doctest::test_suite("realdata")) {
   test::each_realdata([](const std::filesystem::path& p) { check_round_trip(p); });
 }
 

@@ -159,7 +159,8 @@ TEST_CASE("fleet: the row from the analysis equals merge's row from the analyze 
   CHECK(test::each_snapgen_pickle(rows_agree, true) >= 20);
 }
 
-TEST_CASE("fleet: ... and on every real file (traces whose ring buffer dropped events among them)") {
+TEST_CASE("fleet: ... and on every real file (traces whose ring buffer dropped events among them)" *
+          doctest::test_suite("realdata")) {
   test::each_realdata(rows_agree);
 }
 

@@ -464,7 +464,8 @@ TEST_CASE("allocations that grow with the input are named, steady ones are not")
   CHECK(has_finding(t, FindingKind::GrowingWithInput));
 }
 
-TEST_CASE("real snapshots: no leak anywhere, and every iteration claimed is a whole step of the file") {
+TEST_CASE("real snapshots: no leak anywhere, and every iteration claimed is a whole step of the file" *
+          doctest::test_suite("realdata")) {
   test::each_realdata([&](const std::filesystem::path& path) {
     auto l = snapshot::load_snapshot(path.string());
     analysis::Context ctx(l.snapshot);

@@ -122,13 +122,10 @@ TEST_CASE("--capacity exposes memory held outside the allocator") {
   CHECK(message.find("total capacity of " + torch_format_size(*opt.capacity)) != std::string::npos);
 }
 
-TEST_CASE("the real OOM snapshot: request, device free and reserved at the event") {
-  auto path = test::realdata() / "Nesta-gitU__discrete_diffusion__memory_snapshot.json";
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("SKIPPED: " << path << " is absent");
-    return;
-  }
-  auto l = snapshot::load_snapshot(path.string());
+TEST_CASE("the real OOM snapshot: request, device free and reserved at the event" * doctest::test_suite("realdata")) {
+  auto path = test::realdata_file("Nesta-gitU__discrete_diffusion__memory_snapshot.json");
+  if (!path) return;
+  auto l = snapshot::load_snapshot(path->string());
   const auto& d = l.snapshot.devices[0];
   auto ooms = ooms_of(l.snapshot, 0);
   REQUIRE(ooms.size() == 1);

@@ -7,7 +7,8 @@
 
 using namespace memsnap;
 
-TEST_CASE("every real snapshot loads and its segments agree with their own stated totals") {
+TEST_CASE("every real snapshot loads and its segments agree with their own stated totals" *
+          doctest::test_suite("realdata")) {
   size_t files = test::each_realdata([&](const std::filesystem::path& path) {
     auto l = snapshot::load_snapshot(path.string());
     CHECK(l.snapshot.warnings.empty());

@@ -126,7 +126,7 @@ TEST_CASE("a wrapped ring buffer starts mid-run and still replays consistently")
   CHECK_FALSE(rf.window_starts_mid_run());  // the full trace starts with an empty allocator
 }
 
-TEST_CASE("replay is consistent on every real snapshot") {
+TEST_CASE("replay is consistent on every real snapshot" * doctest::test_suite("realdata")) {
   test::each_realdata([&](const std::filesystem::path& path) {
     auto l = snapshot::load_snapshot(path.string());
     for (const auto& d : l.snapshot.devices) check_ends_at_dump(l.snapshot, d, true);

@@ -127,7 +127,7 @@ TEST_CASE("a cut of every snapgen fixture replays consistently to exactly its se
   }
 }
 
-TEST_CASE("a cut of every real snapshot whose trace replays consistently does too") {
+TEST_CASE("a cut of every real snapshot whose trace replays consistently does too" * doctest::test_suite("realdata")) {
   test::each_realdata([](const std::filesystem::path& p) {
     auto l = snapshot::load_snapshot(p.string());
     analysis::Context lctx(l.snapshot);

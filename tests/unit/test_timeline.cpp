@@ -165,35 +165,38 @@ TEST_CASE("select_points: a one-event spike survives, forced events are kept, th
   CHECK(all.size() == 10000);
 }
 
-TEST_CASE("timeline --by-site: the sites and other sum to allocated at every point") {
-  auto check_file = [](const std::filesystem::path& p, size_t top) {
-    CAPTURE(p.string());
-    auto b = build(p, opts(300, true, top));
-    for (const auto& t : b.timelines) {
-      if (t.points.empty()) continue;
-      REQUIRE(t.by_site);
-      REQUIRE(t.site_columns() == t.sites.size() + 1);
-      REQUIRE(t.site_bytes.size() == t.points.size() * t.site_columns());
-      CHECK(t.sites.size() <= top);
-      for (size_t i = 0; i < t.points.size(); ++i) {
-        uint64_t sum = 0;
-        for (size_t c = 0; c < t.site_columns(); ++c) sum += t.site_value(i, c);
-        CHECK(sum == t.points[i].allocated);
-        for (size_t c = 0; c < t.sites.size(); ++c) CHECK(t.site_value(i, c) <= t.sites[c].peak_live_bytes);
-      }
-      for (size_t c = 1; c < t.sites.size(); ++c) CHECK(t.sites[c - 1].peak_live_bytes >= t.sites[c].peak_live_bytes);
+namespace {
+void check_by_site_sums(const std::filesystem::path& p, size_t top) {
+  CAPTURE(p.string());
+  auto b = build(p, opts(300, true, top));
+  for (const auto& t : b.timelines) {
+    if (t.points.empty()) continue;
+    REQUIRE(t.by_site);
+    REQUIRE(t.site_columns() == t.sites.size() + 1);
+    REQUIRE(t.site_bytes.size() == t.points.size() * t.site_columns());
+    CHECK(t.sites.size() <= top);
+    for (size_t i = 0; i < t.points.size(); ++i) {
+      uint64_t sum = 0;
+      for (size_t c = 0; c < t.site_columns(); ++c) sum += t.site_value(i, c);
+      CHECK(sum == t.points[i].allocated);
+      for (size_t c = 0; c < t.sites.size(); ++c) CHECK(t.site_value(i, c) <= t.sites[c].peak_live_bytes);
     }
-  };
-  for (const char* name : kFixtures) check_file(test::testdata(std::string("snapgen/") + name + ".pickle"), 8);
-  check_file(test::testdata("snapgen/frag.pickle"), 2);
-  if (std::filesystem::is_directory(test::realdata())) {
-    for (const char* name :
-         {"bcrafton__assignment2-systems__memory_snapshot.pickle", "cranberrii__ftcourse__memory_snapshot.pickle",
-          "Nesta-gitU__discrete_diffusion__memory_snapshot.json"}) {
-      auto p = test::realdata() / name;
-      if (std::filesystem::exists(p)) check_file(p, 8);
-    }
+    for (size_t c = 1; c < t.sites.size(); ++c) CHECK(t.sites[c - 1].peak_live_bytes >= t.sites[c].peak_live_bytes);
   }
+}
+}  // namespace
+
+TEST_CASE("timeline --by-site: the sites and other sum to allocated at every point") {
+  for (const char* name : kFixtures) check_by_site_sums(test::testdata(std::string("snapgen/") + name + ".pickle"), 8);
+  check_by_site_sums(test::testdata("snapgen/frag.pickle"), 2);
+}
+
+TEST_CASE("timeline --by-site: the sites and other sum to allocated at every point (real files)" *
+          doctest::test_suite("realdata")) {
+  for (const char* name :
+       {"bcrafton__assignment2-systems__memory_snapshot.pickle", "cranberrii__ftcourse__memory_snapshot.pickle",
+        "Nesta-gitU__discrete_diffusion__memory_snapshot.json"})
+    if (auto p = test::realdata_file(name)) check_by_site_sums(*p, 8);
 }
 
 TEST_CASE("timeline --by-site: a site's peak is what its column reaches in the full series") {
