@@ -258,14 +258,10 @@ std::vector<FreeBurst> free_bursts(const snapshot::Trace& trace) {
   return out;
 }
 
-Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOptions& options) {
-  Simulation sim;
-  const auto& d = replay.device();
-  const auto& trace = d.trace;
-  sim.device = d.index;
-  sim.starts_mid_run = replay.window_starts_mid_run();
-  const ModelSettings recorded_settings = ModelSettings::from(ctx.snap.settings);
+namespace {
 
+// The runs to simulate: the recorded settings first, then one per --set.
+std::vector<RunSpec> run_specs(const SimulateOptions& options, const ModelSettings& recorded_settings) {
   std::vector<RunSpec> specs{{"as recorded", recorded_settings, true}};
   for (const auto& set : options.sets) {
     RunSpec spec{set, recorded_settings, false};
@@ -280,6 +276,20 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
     }
     specs.push_back(std::move(spec));
   }
+  return specs;
+}
+
+}  // namespace
+
+Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOptions& options) {
+  Simulation sim;
+  const auto& d = replay.device();
+  const auto& trace = d.trace;
+  sim.device = d.index;
+  sim.starts_mid_run = replay.window_starts_mid_run();
+  const ModelSettings recorded_settings = ModelSettings::from(ctx.snap.settings);
+
+  const std::vector<RunSpec> specs = run_specs(options, recorded_settings);
 
   // The recorded run, read from the trace.
   SimRun& rec = sim.recorded;

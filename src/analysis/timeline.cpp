@@ -76,6 +76,59 @@ struct Change {
   int64_t delta;
 };
 
+// --by-site: the bytes each of the top sites (by its own peak) holds at every kept point, and
+// the rest as "other", from the replay's live ranges.
+void add_site_columns(const Context& ctx, const Replay& replay, const std::vector<uint32_t>& keep,
+                      const TimelineOptions& opt, Timeline& t) {
+  const size_t nsites = ctx.sites.size();
+  std::vector<uint64_t> live(nsites, 0), own_peak(nsites, 0), biggest(nsites, 0);
+  std::vector<snapshot::StackId> stack(nsites);
+  std::vector<Change> changes;
+  for (const LiveRange& r : replay.ranges()) {
+    if (r.pending_at_start) continue;
+    uint32_t site = ctx.sites.site_of(r.stack).v;
+    if (r.size > biggest[site]) biggest[site] = r.size, stack[site] = r.stack;
+    if (r.begin == kWindowStart)
+      live[site] += r.size;
+    else
+      changes.push_back({r.begin, site, static_cast<int64_t>(r.size)});
+    if (r.freed != kNever) changes.push_back({r.freed, site, -static_cast<int64_t>(r.size)});
+  }
+  for (size_t s = 0; s < nsites; ++s) own_peak[s] = live[s];
+  // In event order, frees before allocations of the same event (a replaced block).
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return a.event != b.event ? a.event < b.event : a.delta < b.delta;
+  });
+  std::vector<uint64_t> start_live = live;
+  for (const Change& c : changes) {
+    live[c.site] += static_cast<uint64_t>(c.delta);
+    own_peak[c.site] = std::max(own_peak[c.site], live[c.site]);
+  }
+  std::vector<uint32_t> order;
+  for (uint32_t s = 0; s < nsites; ++s)
+    if (own_peak[s] > 0) order.push_back(s);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return own_peak[a] != own_peak[b] ? own_peak[a] > own_peak[b]
+                                      : ctx.sites.name(SiteId{a}) < ctx.sites.name(SiteId{b});
+  });
+  if (order.size() > opt.top_sites) order.resize(opt.top_sites);
+  std::vector<uint32_t> column(nsites, static_cast<uint32_t>(order.size()));  // default: "other"
+  for (uint32_t c = 0; c < order.size(); ++c) {
+    column[order[c]] = c;
+    t.sites.push_back({ctx.sites.name(SiteId{order[c]}), ctx.sites.stack(stack[order[c]]), own_peak[order[c]]});
+  }
+  const size_t cols = t.site_columns();
+  t.site_bytes.assign(keep.size() * cols, 0);
+  std::vector<uint64_t> col_bytes(cols, 0);
+  for (uint32_t s = 0; s < nsites; ++s) col_bytes[column[s]] += start_live[s];
+  size_t c = 0;
+  for (size_t k = 0; k < keep.size(); ++k) {
+    for (; c < changes.size() && changes[c].event <= keep[k]; ++c)
+      col_bytes[column[changes[c].site]] += static_cast<uint64_t>(changes[c].delta);
+    std::copy(col_bytes.begin(), col_bytes.end(), t.site_bytes.begin() + static_cast<ptrdiff_t>(k * cols));
+  }
+}
+
 }  // namespace
 
 Timeline build_timeline(const Context& ctx, const Replay& replay, const std::optional<Peak>& peak,
@@ -131,54 +184,7 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
   }
   if (!opt.by_site) return t;
 
-  // ---- site bytes from the live ranges ------------------------------------------------
-  const size_t nsites = ctx.sites.size();
-  std::vector<uint64_t> live(nsites, 0), own_peak(nsites, 0), biggest(nsites, 0);
-  std::vector<snapshot::StackId> stack(nsites);
-  std::vector<Change> changes;
-  for (const LiveRange& r : replay.ranges()) {
-    if (r.pending_at_start) continue;
-    uint32_t site = ctx.sites.site_of(r.stack).v;
-    if (r.size > biggest[site]) biggest[site] = r.size, stack[site] = r.stack;
-    if (r.begin == kWindowStart)
-      live[site] += r.size;
-    else
-      changes.push_back({r.begin, site, static_cast<int64_t>(r.size)});
-    if (r.freed != kNever) changes.push_back({r.freed, site, -static_cast<int64_t>(r.size)});
-  }
-  for (size_t s = 0; s < nsites; ++s) own_peak[s] = live[s];
-  // In event order, frees before allocations of the same event (a replaced block).
-  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    return a.event != b.event ? a.event < b.event : a.delta < b.delta;
-  });
-  std::vector<uint64_t> start_live = live;
-  for (const Change& c : changes) {
-    live[c.site] += static_cast<uint64_t>(c.delta);
-    own_peak[c.site] = std::max(own_peak[c.site], live[c.site]);
-  }
-  std::vector<uint32_t> order;
-  for (uint32_t s = 0; s < nsites; ++s)
-    if (own_peak[s] > 0) order.push_back(s);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return own_peak[a] != own_peak[b] ? own_peak[a] > own_peak[b]
-                                      : ctx.sites.name(SiteId{a}) < ctx.sites.name(SiteId{b});
-  });
-  if (order.size() > opt.top_sites) order.resize(opt.top_sites);
-  std::vector<uint32_t> column(nsites, static_cast<uint32_t>(order.size()));  // default: "other"
-  for (uint32_t c = 0; c < order.size(); ++c) {
-    column[order[c]] = c;
-    t.sites.push_back({ctx.sites.name(SiteId{order[c]}), ctx.sites.stack(stack[order[c]]), own_peak[order[c]]});
-  }
-  const size_t cols = t.site_columns();
-  t.site_bytes.assign(keep.size() * cols, 0);
-  std::vector<uint64_t> col_bytes(cols, 0);
-  for (uint32_t s = 0; s < nsites; ++s) col_bytes[column[s]] += start_live[s];
-  size_t c = 0;
-  for (size_t k = 0; k < keep.size(); ++k) {
-    for (; c < changes.size() && changes[c].event <= keep[k]; ++c)
-      col_bytes[column[changes[c].site]] += static_cast<uint64_t>(changes[c].delta);
-    std::copy(col_bytes.begin(), col_bytes.end(), t.site_bytes.begin() + static_cast<ptrdiff_t>(k * cols));
-  }
+  add_site_columns(ctx, replay, keep, opt, t);
   return t;
 }
 

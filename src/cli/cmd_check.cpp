@@ -93,6 +93,91 @@ FileChecks check_file(const std::string& path, const CommonOptions& common, cons
   return fc;
 }
 
+// The limits: the size options, --max-fragmentation, the two flags, --config and --junit.
+void add_limit_options(CLI::App& cmd, CheckArgs& args) {
+  auto size_opt = [&](const char* name, const char* what) {
+    args.sizes[name] = "";
+    cmd.add_option(std::string("--") + name, args.sizes[name], what)->option_text("SIZE");
+  };
+  size_opt("max-reserved", "Fail when memory reserved at the dump exceeds SIZE (e.g. 20GiB)");
+  size_opt("max-allocated", "Fail when memory allocated at the dump exceeds SIZE");
+  size_opt("max-peak",
+           "Fail when the trace's peak of allocated memory exceeds SIZE (allocated at the dump without a trace; "
+           "SKIP within SIZE when the trace's ring buffer dropped older events)");
+  cmd.add_option("--max-fragmentation", args.max_fragmentation,
+                 "Fail when a pool's fragmentation (1 - largest stranded piece / stranded bytes, as in analyze) "
+                 "exceeds F, from 0 to 1")
+      ->option_text("F");
+  size_opt("max-stranded", "Fail when free memory stranded by live allocations exceeds SIZE");
+  cmd.add_flag("--no-leaks", args.no_leaks,
+               "Fail when a site leaks across iterations (SKIP with fewer than 5 iterations found)");
+  cmd.add_flag("--no-oom", args.no_oom,
+               "Fail when the snapshot records an out-of-memory event (SKIP on a device without a trace, or one whose "
+               "ring buffer dropped older events)");
+  cmd.add_option("--config", args.config,
+                 "Limits from a JSON object whose keys are these options without dashes, e.g. "
+                 "{\"max-reserved\": \"20GiB\", \"no-leaks\": true}; the command line overrides it")
+      ->option_text("FILE");
+  cmd.add_option("--junit", args.junit, "Also write the results as JUnit XML to FILE")->option_text("FILE");
+}
+
+// The command: every file checked (-j), lines written in argument order, the exit status.
+void run_check(CheckArgs& args, CLI::App& cmd) {
+  std::vector<std::string> inputs = args.files;  // what no output may be written onto
+  if (!args.config.empty()) inputs.push_back(args.config);
+  io::OutputFile output = open_output("-", inputs);
+  analysis::Limits limits = limits_of(args, cmd);
+  if (!limits.any())
+    throw Failure(
+        "check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
+        "--max-stranded, --no-leaks, --no-oom or --config)",
+        kBadInput);
+  size_t stdin_count = std::count(args.files.begin(), args.files.end(), std::string("-"));
+  if (stdin_count > 1) throw Failure("- (stdin) can be given once", kBadInput);
+  std::optional<io::OutputFile> junit;
+  if (!args.junit.empty()) {
+    if (args.junit == "-") throw Failure("--junit: a file, not standard output", kBadInput);
+    try {  // as open_output does: refused or unwritable before the work
+      junit.emplace(args.junit, std::span<const std::string>(inputs));
+    } catch (const io::OutputError& e) {
+      throw Failure(e.what(), kBadInput);
+    }
+  }
+  std::vector<FileChecks> results(args.files.size());
+  std::vector<analysis::CheckLine> all;  // every line, but for JSON Lines without --junit: none kept
+  analysis::CheckTotals t;
+  const bool jsonl = args.common.format == Format::Jsonl;
+  report::TextStyle style = text_style(args.common);
+  run_ordered(
+      args.files.size(), effective_jobs(args.jobs),
+      [&](size_t i) { results[i] = check_file(args.files[i], args.common, limits, args.files.size() > 1 ? 1 : 0); },
+      [&](size_t i) {
+        FileChecks fc = std::move(results[i]);
+        results[i] = {};
+        std::cerr << fc.warnings;
+        analysis::CheckTotals ft = analysis::check_totals(fc.lines);
+        t.checks += ft.checks, t.passed += ft.passed, t.failed += ft.failed, t.errors += ft.errors;
+        t.skipped += ft.skipped;
+        for (const auto& l : fc.lines)
+          if (l.status == analysis::CheckStatus::Error) std::cerr << "memsnap: " << terminal_safe(l.message) << '\n';
+        if (jsonl) report::write_check_jsonl_file(std::cout, fc.lines);
+        if (jsonl && !junit) return;
+        for (auto& l : fc.lines) all.push_back(std::move(l));
+      });
+  if (jsonl)
+    report::write_check_jsonl_summary(std::cout, t);
+  else if (args.common.format == Format::Json)
+    report::write_check_json(std::cout, all, limits);
+  else
+    report::write_check_text(std::cout, all, style);
+  if (junit) write_output(*junit, [&](std::ostream& out) { report::write_check_junit(out, all); });
+  std::cout.flush();
+  if (t.errors)
+    throw Failure(std::to_string(t.errors) + (t.errors == 1 ? " file" : " files") + " could not be read", kBadInput);
+  if (t.failed)
+    throw Failure(std::to_string(t.failed) + " of " + std::to_string(t.checks) + " checks failed", kCheckFailed);
+}
+
 }  // namespace
 
 void add_check(CLI::App& app) {
@@ -100,93 +185,14 @@ void add_check(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("check", "Limits for CI: PASS/FAIL/SKIP per check, file and device; exit 1 on a failure");
   add_files_option(*cmd, args->files);
-  auto size_opt = [&](const char* name, const char* what) {
-    args->sizes[name] = "";
-    cmd->add_option(std::string("--") + name, args->sizes[name], what)->option_text("SIZE");
-  };
-  size_opt("max-reserved", "Fail when memory reserved at the dump exceeds SIZE (e.g. 20GiB)");
-  size_opt("max-allocated", "Fail when memory allocated at the dump exceeds SIZE");
-  size_opt("max-peak",
-           "Fail when the trace's peak of allocated memory exceeds SIZE (allocated at the dump without a trace; "
-           "SKIP within SIZE when the trace's ring buffer dropped older events)");
-  cmd->add_option("--max-fragmentation", args->max_fragmentation,
-                  "Fail when a pool's fragmentation (1 - largest stranded piece / stranded bytes, as in analyze) "
-                  "exceeds F, from 0 to 1")
-      ->option_text("F");
-  size_opt("max-stranded", "Fail when free memory stranded by live allocations exceeds SIZE");
-  cmd->add_flag("--no-leaks", args->no_leaks,
-                "Fail when a site leaks across iterations (SKIP with fewer than 5 iterations found)");
-  cmd->add_flag("--no-oom", args->no_oom,
-                "Fail when the snapshot records an out-of-memory event (SKIP on a device without a trace, or one whose "
-                "ring buffer dropped older events)");
-  cmd->add_option("--config", args->config,
-                  "Limits from a JSON object whose keys are these options without dashes, e.g. "
-                  "{\"max-reserved\": \"20GiB\", \"no-leaks\": true}; the command line overrides it")
-      ->option_text("FILE");
-  cmd->add_option("--junit", args->junit, "Also write the results as JUnit XML to FILE")->option_text("FILE");
+  add_limit_options(*cmd, *args);
   add_jobs_option(*cmd, args->jobs);
   add_common_options(*cmd, args->common, true, true);
   cmd->footer(
       "Exit status: 0 every check passed; 1 a check failed; 2 a usage error, or a file\n"
       "could not be read (the others are still checked and reported; an unreadable file\n"
       "outranks a failed check).");
-  cmd->callback([args, cmd] {
-    std::vector<std::string> inputs = args->files;  // what no output may be written onto
-    if (!args->config.empty()) inputs.push_back(args->config);
-    io::OutputFile output = open_output("-", inputs);
-    analysis::Limits limits = limits_of(*args, *cmd);
-    if (!limits.any())
-      throw Failure(
-          "check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
-          "--max-stranded, --no-leaks, --no-oom or --config)",
-          kBadInput);
-    size_t stdin_count = std::count(args->files.begin(), args->files.end(), std::string("-"));
-    if (stdin_count > 1) throw Failure("- (stdin) can be given once", kBadInput);
-    std::optional<io::OutputFile> junit;
-    if (!args->junit.empty()) {
-      if (args->junit == "-") throw Failure("--junit: a file, not standard output", kBadInput);
-      try {  // as open_output does: refused or unwritable before the work
-        junit.emplace(args->junit, std::span<const std::string>(inputs));
-      } catch (const io::OutputError& e) {
-        throw Failure(e.what(), kBadInput);
-      }
-    }
-    std::vector<FileChecks> results(args->files.size());
-    std::vector<analysis::CheckLine> all;  // every line, but for JSON Lines without --junit: none kept
-    analysis::CheckTotals t;
-    const bool jsonl = args->common.format == Format::Jsonl;
-    report::TextStyle style = text_style(args->common);
-    run_ordered(
-        args->files.size(), effective_jobs(args->jobs),
-        [&](size_t i) {
-          results[i] = check_file(args->files[i], args->common, limits, args->files.size() > 1 ? 1 : 0);
-        },
-        [&](size_t i) {
-          FileChecks fc = std::move(results[i]);
-          results[i] = {};
-          std::cerr << fc.warnings;
-          analysis::CheckTotals ft = analysis::check_totals(fc.lines);
-          t.checks += ft.checks, t.passed += ft.passed, t.failed += ft.failed, t.errors += ft.errors;
-          t.skipped += ft.skipped;
-          for (const auto& l : fc.lines)
-            if (l.status == analysis::CheckStatus::Error) std::cerr << "memsnap: " << terminal_safe(l.message) << '\n';
-          if (jsonl) report::write_check_jsonl_file(std::cout, fc.lines);
-          if (jsonl && !junit) return;
-          for (auto& l : fc.lines) all.push_back(std::move(l));
-        });
-    if (jsonl)
-      report::write_check_jsonl_summary(std::cout, t);
-    else if (args->common.format == Format::Json)
-      report::write_check_json(std::cout, all, limits);
-    else
-      report::write_check_text(std::cout, all, style);
-    if (junit) write_output(*junit, [&](std::ostream& out) { report::write_check_junit(out, all); });
-    std::cout.flush();
-    if (t.errors)
-      throw Failure(std::to_string(t.errors) + (t.errors == 1 ? " file" : " files") + " could not be read", kBadInput);
-    if (t.failed)
-      throw Failure(std::to_string(t.failed) + " of " + std::to_string(t.checks) + " checks failed", kCheckFailed);
-  });
+  cmd->callback([args, cmd] { run_check(*args, *cmd); });
 }
 
 }  // namespace memsnap::cli

@@ -77,6 +77,118 @@ bool is_segment_action(Action a) {
   return a == Action::SegmentAlloc || a == Action::SegmentFree || a == Action::SegmentMap || a == Action::SegmentUnmap;
 }
 
+// Names the device's process and its two threads (the allocator's instants, the iterations).
+void write_metadata(Writer& w, int pid) {
+  w.event({{"name", "process_name"},
+           {"ph", "M"},
+           {"pid", pid},
+           {"args", {{"name", "GPU " + std::to_string(pid) + " memory (memsnap)"}}}});
+  w.event({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+  w.event({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "allocator"}}}});
+  w.event({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 1}, {"args", {{"name", "iterations"}}}});
+}
+
+// Counter tracks (one sample per kept point and series), then the iterations: a slice from
+// each start to the next, the last one to the end of the trace.
+void write_counters_and_iterations(Writer& w, const analysis::DeviceAnalysis& a, const Clock& clock) {
+  const int pid = a.device;
+  for (const auto& p : a.timeline->points) {
+    int64_t ts = clock(p.event_index);
+    w.event({{"name", "allocated"}, {"ph", "C"}, {"ts", ts}, {"pid", pid}, {"args", {{"bytes", p.allocated}}}});
+    w.event({{"name", "active"}, {"ph", "C"}, {"ts", ts}, {"pid", pid}, {"args", {{"bytes", p.active}}}});
+    w.event({{"name", "reserved"}, {"ph", "C"}, {"ts", ts}, {"pid", pid}, {"args", {{"bytes", p.reserved}}}});
+  }
+  const auto& starts = a.iterations.boundaries;
+  const size_t events = a.dumped().trace.size();
+  for (size_t k = 0; k < starts.size(); ++k) {
+    uint32_t from = starts[k];
+    bool last = k + 1 == starts.size();
+    uint32_t to = last ? static_cast<uint32_t>(events - 1) : starts[k + 1];
+    int64_t ts = clock(from), end = clock(to);
+    w.event({{"name", "iteration " + std::to_string(k + 1)},
+             {"ph", "X"},
+             {"ts", ts},
+             {"dur", end > ts ? end - ts : 0},
+             {"pid", pid},
+             {"tid", 1},
+             {"args", {{"first_event", from}, {"end_event", to}, {"complete", !last}}}});
+  }
+}
+
+// The peak and every OOM, with the figures the analysis has for them.
+void write_peak_and_ooms(Writer& w, const analysis::Context& ctx, const analysis::DeviceAnalysis& a,
+                         const Clock& clock) {
+  const analysis::Timeline& t = *a.timeline;
+  const snapshot::Trace& trace = a.dumped().trace;
+  const int pid = a.device;
+  if (t.peak) {
+    const auto& p = *t.peak;
+    w.event({{"name", "peak allocated"},
+             {"ph", "i"},
+             {"s", "t"},
+             {"ts", clock(p.event_index)},
+             {"pid", pid},
+             {"tid", 0},
+             {"args",
+              {{"event_index", p.event_index},
+               {"allocated_bytes", p.allocated_bytes},
+               {"active_bytes", p.active_bytes},
+               {"reserved_bytes", p.reserved_bytes},
+               {"stack", stack_json(ctx, trace.stack_at(p.event_index))}}}});
+  }
+  for (const auto& o : t.ooms) {
+    snapshot::StackId stack = trace.stack_at(o.event_index);
+    w.event({{"name", "out of memory"},
+             {"ph", "i"},
+             {"s", "p"},
+             {"ts", clock(o.event_index)},
+             {"pid", pid},
+             {"tid", 0},
+             {"args",
+              {{"event_index", o.event_index},
+               {"requested_bytes", o.requested_bytes},
+               {"device_free_bytes", o.device_free_bytes},
+               {"allocated_bytes", o.allocated_bytes},
+               {"reserved_bytes", o.reserved_bytes},
+               {"stream", hex(trace[o.event_index].stream)},
+               {"site", ctx.sites.site(stack)},
+               {"stack", stack_json(ctx, stack)}}}});
+  }
+}
+
+struct SegmentEventCount {
+  uint64_t seen = 0, left_out = 0;
+};
+
+// Segment events, in trace order, up to the bound.
+SegmentEventCount write_segment_events(Writer& w, const analysis::Context& ctx, const analysis::DeviceAnalysis& a,
+                                       const Clock& clock, uint64_t max_events) {
+  const snapshot::Trace& trace = a.dumped().trace;
+  SegmentEventCount n;
+  const auto actions = trace.actions();
+  for (uint32_t i = 0; i < actions.size(); ++i) {
+    if (!is_segment_action(actions[i])) continue;
+    if (++n.seen > max_events) {
+      ++n.left_out;
+      continue;
+    }
+    const snapshot::TraceEvent e = trace[i];
+    w.event({{"name", snapshot::to_string(e.action)},
+             {"ph", "i"},
+             {"s", "t"},
+             {"ts", clock(i)},
+             {"pid", a.device},
+             {"tid", 0},
+             {"args",
+              {{"event_index", i},
+               {"address", hex(e.addr)},
+               {"bytes", e.size},
+               {"stream", hex(e.stream)},
+               {"stack", stack_json(ctx, e.stack)}}}});
+  }
+  return n;
+}
+
 }  // namespace
 
 void write_perfetto_json(std::ostream& out, const PerfettoView& view) {
@@ -86,108 +198,18 @@ void write_perfetto_json(std::ostream& out, const PerfettoView& view) {
   Json devices = Json::array();
   for (const auto& a : view.result->devices) {
     if (!a.timeline) continue;
-    const analysis::Timeline& t = *a.timeline;
-    const snapshot::Device& d = a.dumped();
-    const snapshot::Trace& trace = d.trace;
+    const snapshot::Trace& trace = a.dumped().trace;
     const Clock clock(trace);
-    const int pid = a.device;
-    w.event({{"name", "process_name"},
-             {"ph", "M"},
-             {"pid", pid},
-             {"args", {{"name", "GPU " + std::to_string(a.device) + " memory (memsnap)"}}}});
-    w.event({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", a.device}}}});
-    w.event({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "allocator"}}}});
-    w.event({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 1}, {"args", {{"name", "iterations"}}}});
-
-    // Counter tracks: one sample per kept point and series.
-    for (const auto& p : t.points) {
-      int64_t ts = clock(p.event_index);
-      w.event({{"name", "allocated"}, {"ph", "C"}, {"ts", ts}, {"pid", pid}, {"args", {{"bytes", p.allocated}}}});
-      w.event({{"name", "active"}, {"ph", "C"}, {"ts", ts}, {"pid", pid}, {"args", {{"bytes", p.active}}}});
-      w.event({{"name", "reserved"}, {"ph", "C"}, {"ts", ts}, {"pid", pid}, {"args", {{"bytes", p.reserved}}}});
-    }
-
-    // Iterations: a slice from each start to the next; the last one to the end of the trace.
-    const auto& starts = a.iterations.boundaries;
-    for (size_t k = 0; k < starts.size(); ++k) {
-      uint32_t from = starts[k];
-      bool last = k + 1 == starts.size();
-      uint32_t to = last ? static_cast<uint32_t>(trace.size() - 1) : starts[k + 1];
-      int64_t ts = clock(from), end = clock(to);
-      w.event({{"name", "iteration " + std::to_string(k + 1)},
-               {"ph", "X"},
-               {"ts", ts},
-               {"dur", end > ts ? end - ts : 0},
-               {"pid", pid},
-               {"tid", 1},
-               {"args", {{"first_event", from}, {"end_event", to}, {"complete", !last}}}});
-    }
-
-    // The peak and every OOM, with the figures the analysis has for them.
-    if (t.peak) {
-      const auto& p = *t.peak;
-      w.event({{"name", "peak allocated"},
-               {"ph", "i"},
-               {"s", "t"},
-               {"ts", clock(p.event_index)},
-               {"pid", pid},
-               {"tid", 0},
-               {"args",
-                {{"event_index", p.event_index},
-                 {"allocated_bytes", p.allocated_bytes},
-                 {"active_bytes", p.active_bytes},
-                 {"reserved_bytes", p.reserved_bytes},
-                 {"stack", stack_json(ctx, trace.stack_at(p.event_index))}}}});
-    }
-    for (const auto& o : t.ooms) {
-      snapshot::StackId stack = trace.stack_at(o.event_index);
-      w.event({{"name", "out of memory"},
-               {"ph", "i"},
-               {"s", "p"},
-               {"ts", clock(o.event_index)},
-               {"pid", pid},
-               {"tid", 0},
-               {"args",
-                {{"event_index", o.event_index},
-                 {"requested_bytes", o.requested_bytes},
-                 {"device_free_bytes", o.device_free_bytes},
-                 {"allocated_bytes", o.allocated_bytes},
-                 {"reserved_bytes", o.reserved_bytes},
-                 {"stream", hex(trace[o.event_index].stream)},
-                 {"site", ctx.sites.site(stack)},
-                 {"stack", stack_json(ctx, stack)}}}});
-    }
-
-    // Segment events, in trace order, up to the bound.
-    uint64_t segment_events = 0, left_out = 0;
-    const auto actions = trace.actions();
-    for (uint32_t i = 0; i < actions.size(); ++i) {
-      if (!is_segment_action(actions[i])) continue;
-      ++segment_events;
-      if (segment_events > view.max_segment_events) {
-        ++left_out;
-        continue;
-      }
-      const snapshot::TraceEvent e = trace[i];
-      w.event({{"name", snapshot::to_string(e.action)},
-               {"ph", "i"},
-               {"s", "t"},
-               {"ts", clock(i)},
-               {"pid", pid},
-               {"tid", 0},
-               {"args",
-                {{"event_index", i},
-                 {"address", hex(e.addr)},
-                 {"bytes", e.size},
-                 {"stream", hex(e.stream)},
-                 {"stack", stack_json(ctx, e.stack)}}}});
-    }
+    write_metadata(w, a.device);
+    write_counters_and_iterations(w, a, clock);
+    write_peak_and_ooms(w, ctx, a, clock);
+    SegmentEventCount segments = write_segment_events(w, ctx, a, clock, view.max_segment_events);
     devices.push_back({{"device", a.device},
                        {"clock", clock.by_index() ? "event_index" : "time_us"},
                        {"trace_entries", trace.size()},
-                       {"counter_points", t.points.size()},
-                       {"segment_events", segment_events},
-                       {"segment_events_left_out", left_out}});
+                       {"counter_points", a.timeline->points.size()},
+                       {"segment_events", segments.seen},
+                       {"segment_events_left_out", segments.left_out}});
   }
   Json other = {{"generator", std::string("memsnap ") + kVersion},
                 {"source", view.input ? view.input->path : std::string()},
