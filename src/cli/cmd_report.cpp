@@ -80,8 +80,8 @@ void add_report(CLI::App& app) {
     io::OutputFile output = open_output(args->output, files);  // refused or unwritable: before the work
 
     // Two inputs are independent: parse them on both cores, as diff does.
-    // Reserved: a Snapshot must not be copied (its string table's views would point into the
-    // copy's source), and a vector that grows copies what has no noexcept move.
+    // Reserved: a vector that grows copies what has no noexcept move, and a Snapshot's copy is
+    // a deep one (every string interned afresh, see StringTable): correct, but not free.
     std::vector<snapshot::Loaded> loaded;
     loaded.reserve(files.size());
     if (files.size() == 2) {

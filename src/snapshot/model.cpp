@@ -12,6 +12,16 @@ StringTable::StringTable() {
   intern("");
 }
 
+// Every string of `o` interned afresh in id order: the same ids, views into our own storage.
+StringTable::StringTable(const StringTable& o) : StringTable() {
+  for (size_t i = 1; i < o.views_.size(); ++i) intern(o.views_[i]);
+}
+
+StringTable& StringTable::operator=(const StringTable& o) {
+  if (this != &o) *this = StringTable(o);
+  return *this;
+}
+
 StrId StringTable::intern(std::string_view s) {
   if (auto it = index_.find(s); it != index_.end()) return StrId{it->second};
   const std::string& stored = storage_.emplace_back(s);

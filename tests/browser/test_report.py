@@ -111,10 +111,31 @@ def check_embedded(name, html_path, files):
             # The state at the dump is the dump.
             dump = [s for s in dp.get("states", []) if s["moment"] == "dump"]
             if dump:
+                check_pinning(name + " (device %d)" % dj["device"], data["files"][k]["sites"], dump[0], dj)
                 check(name + ": dump state == totals", (dump[0]["reserved_bytes"], dump[0]["allocated_bytes"],
                                                        dump[0]["segments"]) ==
                       (dj["totals"]["reserved_bytes"], dj["totals"]["allocated_bytes"], dj["totals"]["segments"]))
     return data, docs
+
+
+def pin_rows(sites, state):
+    """The fragmentation section's pinning sites of a state: (site, stranded, live, blocks, segments)."""
+    return [(sites[p["site"]], p["stranded_bytes"], p["live_bytes"], p["blocks"], p["segments"])
+            for p in state["pinning_sites"]]
+
+
+def check_pinning(name, sites, dump, dj):
+    """The page's stranded memory and pinning sites at the dump are analyze's, and add up."""
+    fr = dj["fragmentation"]
+    check(name + ": stranded at the dump == analyze", dump["stranded_bytes"] == fr["stranded_bytes"],
+          (dump["stranded_bytes"], fr["stranded_bytes"]))
+    want = [(p["site"], p["stranded_bytes"], p["live_bytes"], p["blocks"], p["segments"])
+            for p in fr.get("pinning_sites", [])]
+    got = pin_rows(sites, dump)
+    check(name + ": pinning sites == analyze's", got == want[:len(got)] and (got or not want), (got[:3], want[:3]))
+    if len(got) == len(want):  # every pinning site listed: each stranded byte is pinned by one of them
+        check(name + ": pinning sites hold all that is stranded",
+              sum(r[1] for r in got) == fr["stranded_bytes"], (sum(r[1] for r in got), fr["stranded_bytes"]))
 
 
 # ---- in the browser ---------------------------------------------------------------------------
@@ -124,11 +145,15 @@ DOM_FIGURES = """(() => Array.from(document.querySelectorAll('#verdict [data-jso
 DOM_FINDINGS = """(() => Array.from(document.querySelectorAll('#verdict .card')).map(c =>
   [c.dataset.file, c.dataset.device, Array.from(c.querySelectorAll('.finding')).map(f => f.dataset.kind),
    (c.querySelector('[data-cause]') || {dataset: {}}).dataset.cause || null]))()"""
+DOM_PINS = """(() => Array.from(document.querySelectorAll('#fragmentation .card')).map(c =>
+  [c.dataset.device, Array.from(c.querySelectorAll('[data-moment]')).filter(p => p.tagName === 'DIV').map(p =>
+    [p.dataset.moment, Array.from(p.querySelectorAll('table tr.click')).map(r =>
+      [r.querySelector('td.site').textContent, r.querySelector('td.r .num').dataset.value])])]))()"""
 DOM_DRAWN = """(() => Array.from(document.querySelectorAll('canvas.timeline')).map(c =>
   [c.dataset.file, c.dataset.device, c.dataset.drawnMaxAllocated]))()"""
 
 
-def check_page(b, name, html_path, docs):
+def check_page(b, name, html_path, docs, data):
     b.open("file://" + os.path.abspath(html_path))
     for _ in range(100):
         if b.eval("document.body.dataset.ready === '1' || !!document.querySelector('.error')"):
@@ -158,6 +183,14 @@ def check_page(b, name, html_path, docs):
         check(name + ": findings of device %s" % dev, kinds == [x["kind"] for x in d["findings"]],
               (kinds, [x["kind"] for x in d["findings"]]))
         check(name + ": OOM cause of device %s" % dev, cause == (d["oom"]["cause"] if d["oom"] else None), cause)
+    if len(docs) == 1:  # one file: its cards in device order
+        for dev, parts in b.eval(DOM_PINS):
+            for moment, rows in parts:
+                d = [x for x in data["files"][0]["devices"] if x["device"] == int(dev)][0]
+                st = [s for s in d["states"] if s["moment"] == moment][0]
+                want = [[r[0], str(r[1])] for r in pin_rows(data["files"][0]["sites"], st)]
+                check(name + ": fragmentation shows the pinning sites %s (device %s)" % (moment, dev), rows == want,
+                      (rows[:3], want[:3]))
     for f, dev, drawn in b.eval(DOM_DRAWN):
         d = [x for x in docs[int(f)]["devices"] if x["device"] == int(dev)][0]
         if d["peak"]:
@@ -401,7 +434,7 @@ def main():
 
 def drive(b, name, files, interact, shots_wanted, path, data, docs):
     """One page in the browser: its checks, its interactions, its screenshots."""
-    check_page(b, name, path, docs)
+    check_page(b, name, path, docs, data)
     if name == "hostile":
         check(name + ": no script of the snapshot ran", b.eval("window.__pwned === undefined"),
               b.eval("String(window.__pwned)"))

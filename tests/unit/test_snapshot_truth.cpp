@@ -115,3 +115,24 @@ TEST_CASE("a JSON rendering of a snapshot reads like the pickle it came from") {
   CHECK(json.snapshot.stacks.size() == pickle.snapshot.stacks.size());
   CHECK(json.snapshot.frames.size() == pickle.snapshot.frames.size());
 }
+
+TEST_CASE("a copied snapshot keeps its strings after the original is gone") {
+  auto loaded =
+      std::make_unique<snapshot::Loaded>(snapshot::load_snapshot(test::testdata("snapgen/frag.pickle").string()));
+  std::vector<std::string> want;
+  for (size_t i = 0; i < loaded->snapshot.strings.size(); ++i)
+    want.emplace_back(loaded->snapshot.strings[snapshot::StrId{uint32_t(i)}]);
+  REQUIRE(want.size() > 10);
+  snapshot::Snapshot copy = loaded->snapshot;
+  snapshot::Snapshot assigned;
+  assigned = loaded->snapshot;
+  CHECK(copy == loaded->snapshot);
+  loaded.reset();  // the source's storage freed: a shallow copy's views would now dangle
+  for (snapshot::Snapshot* s : {&copy, &assigned}) {
+    REQUIRE(s->strings.size() == want.size());
+    size_t same = 0;
+    for (size_t i = 0; i < want.size(); ++i) same += s->strings[snapshot::StrId{uint32_t(i)}] == want[i];
+    CHECK(same == want.size());
+    CHECK(s->strings.intern(want.back()).v == want.size() - 1);  // the index is the copy's own
+  }
+}

@@ -41,6 +41,12 @@ using StackId = Id<StackTag>;  // StackId{0} is the empty stack
 class StringTable {
  public:
   StringTable();
+  /// A copy holds strings of its own with the same ids (the views point into this table's
+  /// storage, never into the source's); a move keeps the storage where it is.
+  StringTable(const StringTable& o);
+  StringTable& operator=(const StringTable& o);
+  StringTable(StringTable&&) = default;
+  StringTable& operator=(StringTable&&) = default;
   StrId intern(std::string_view s);
   std::string_view operator[](StrId id) const { return views_[id.v]; }
   size_t size() const { return views_.size(); }
