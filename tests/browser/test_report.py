@@ -184,7 +184,12 @@ def check_page(b, name, html_path, docs, data):
               (kinds, [x["kind"] for x in d["findings"]]))
         check(name + ": OOM cause of device %s" % dev, cause == (d["oom"]["cause"] if d["oom"] else None), cause)
     if len(docs) == 1:  # one file: its cards in device order
-        for dev, parts in b.eval(DOM_PINS):
+        pins = b.eval(DOM_PINS)
+        any_pins = any(s["pinning_sites"] for d in data["files"][0]["devices"] for s in d.get("states", [])
+                       if s["moment"] in ("dump", "oom"))
+        check(name + ": the fragmentation section lists pinning sites",
+              any(rows for _, parts in pins for _, rows in parts) == any_pins, pins[:2])
+        for dev, parts in pins:
             for moment, rows in parts:
                 d = [x for x in data["files"][0]["devices"] if x["device"] == int(dev)][0]
                 st = [s for s in d["states"] if s["moment"] == moment][0]
