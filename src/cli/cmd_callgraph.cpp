@@ -57,6 +57,7 @@ void add_callgraph(CLI::App& app) {
     if (args->dot && args->format == Format::Json) throw Failure("--dot and --format json: choose one", kBadInput);
     io::OutputFile output = open_output("-", {args->stack.file});
     LoadedStates ls = load_states(args->stack);
+    bound_output(output, args->stack.max_output, ls.loaded.input.decoded_bytes);
     analysis::CallGraph graph =
         analysis::build_call_graph(profile_of(ls.loaded.snapshot, ls.states, args->stack.stack));
     report::CallgraphView view{&graph, &ls.source, min_share};

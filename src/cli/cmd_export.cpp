@@ -25,6 +25,7 @@ struct ExportArgs {
   std::string output = "-";
   std::optional<ExportFormat> format;
   std::string max_memory = kDefaultMaxMemory;
+  std::string max_output;  // empty: the default output bound (cli/output.hpp)
   bool quiet = false;
   analysis::SliceOptions window;
   size_t points = 20000;  // perfetto: counter samples per device and series
@@ -42,6 +43,30 @@ ExportFormat resolve_format(const ExportArgs& a) {
   if (a.format) return *a.format;
   if (a.output == "-" || has_suffix(a.output, ".json")) return ExportFormat::Json;
   return ExportFormat::Pickle;  // .pickle, .pkl, or any other name: what torch's tools read
+}
+
+// The least a JSON export writes: every frame's file and function names, once per block,
+// segment and trace event that holds its stack (a name memoised once in a pickle is written
+// each time). Over the output bound, the export is refused before it writes anything.
+uint64_t least_json_bytes(const snapshot::Snapshot& s) {
+  std::vector<uint64_t> per_stack(s.stacks.size(), UINT64_MAX);
+  auto bytes_of = [&](snapshot::StackId id) {
+    uint64_t& b = per_stack.at(id.v);
+    if (b == UINT64_MAX) {
+      b = 0;
+      for (snapshot::FrameId f : s.stacks[id])
+        b += s.strings[s.frames[f].filename].size() + s.strings[s.frames[f].name].size();
+    }
+    return b;
+  };
+  uint64_t total = 0;
+  auto add = [&](uint64_t b) { total = b > UINT64_MAX - total ? UINT64_MAX : total + b; };
+  for (const auto& d : s.devices) {
+    for (const auto& seg : d.segments) add(bytes_of(seg.stack));
+    for (const auto& b : d.blocks) add(bytes_of(b.stack));
+    for (size_t i = 0; i < d.trace.size(); ++i) add(bytes_of(d.trace.stack_at(i)));
+  }
+  return total;
 }
 
 // The timeline of every device with a trace as Chrome trace-event JSON.
@@ -120,6 +145,7 @@ void add_export(CLI::App& app) {
                   "perfetto: where iterations start (as for analyze; default: detected)")
       ->option_text("NAME");
   add_max_memory_option(*cmd, args->max_memory);
+  add_max_output_option(*cmd, args->max_output);
   add_quiet_option(*cmd, args->quiet);
   cmd->callback([args] {
     ExportFormat format = resolve_format(*args);
@@ -131,6 +157,7 @@ void add_export(CLI::App& app) {
     common.quiet = args->quiet;
     snapshot::Loaded loaded = load(args->file, common);
     print_warnings(loaded);
+    bound_output(output, args->max_output, loaded.input.decoded_bytes);
     std::string shown = args->file == "-" ? "<stdin>" : args->file;
 
     const snapshot::Snapshot* snap = &loaded.snapshot;
@@ -143,6 +170,8 @@ void add_export(CLI::App& app) {
       }
       for (const auto& w : cut->warnings) std::cerr << "memsnap: note: " << shown << ": " << w << '\n';
     }
+    if (format == ExportFormat::Json && least_json_bytes(*snap) > output.limit())
+      throw Failure(output.limit_message(), kBadInput);
     if (format == ExportFormat::Perfetto) {
       write_perfetto(output, loaded, *snap, shown, *args);
       return;

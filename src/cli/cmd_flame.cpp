@@ -61,7 +61,9 @@ void add_flame(CLI::App& app) {
     FlameFormat format = format_for(args->format, args->output);
     io::OutputFile output = open_output(args->output, {args->stack.file});  // refused before the work
     LoadedStates ls = load_states(args->stack);
+    bound_output(output, args->stack.max_output, ls.loaded.input.decoded_bytes);
     analysis::StackProfile profile = profile_of(ls.loaded.snapshot, ls.states, args->stack.stack);
+    size_t left_out = 0;
     write_output(output, [&](std::ostream& out) {
       if (format == FlameFormat::Folded) {
         report::write_folded(out, profile);
@@ -74,8 +76,11 @@ void add_flame(CLI::App& app) {
                                                                     : analysis::to_string(args->stack.stack.state);
       o.subtitle = ls.source.path + ": " + report::describe(ls.source) + ", " + human_bytes(profile.bytes) + " in " +
                    count(profile.blocks, "block", "blocks");
-      report::write_flame_svg(out, analysis::flame_tree(profile), o);
+      left_out = report::write_flame_svg(out, analysis::flame_tree(profile), o);
     });
+    if (left_out && !args->stack.quiet)
+      std::cerr << "memsnap: note: " << count(left_out, "frame", "frames")
+                << " narrower than 1 px left out of the flame graph (their bytes are in their callers)\n";
     if (!output.is_stdout())
       std::cerr << "wrote " << args->output << " (" << count(profile.stacks.size(), "stack", "stacks") << ", "
                 << human_bytes(profile.bytes) << " " << analysis::to_string(args->stack.stack.state) << ")\n";

@@ -62,6 +62,13 @@ snapshot::Parser g_parser = snapshot::Parser::Auto;
 
 }  // namespace
 
+void add_max_output_option(CLI::App& cmd, std::string& max_output) {
+  cmd.add_option("--max-output", max_output,
+                 "Output bound: refuse, in one line and keeping no partial file, an output larger than SIZE "
+                 "(default: 256 times the decoded input, at least 64 MiB)")
+      ->option_text("SIZE");
+}
+
 void add_max_memory_option(CLI::App& cmd, std::string& max_memory) {
   cmd.add_option("--max-memory", max_memory,
                  std::string("Memory bound for reading the snapshot: decoded input, parse and model (default ") +

@@ -67,6 +67,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& options, bool format = tru
 void add_quiet_option(CLI::App& cmd, bool& quiet);
 /// --max-memory SIZE: one bound on what a load holds (see load()).
 void add_max_memory_option(CLI::App& cmd, std::string& max_memory);
+/// --max-output SIZE on a command whose output can outgrow its input (export, flame, callgraph).
+void add_max_output_option(CLI::App& cmd, std::string& max_output);
 /// Loads a snapshot; any InputError becomes a Failure naming the file.
 snapshot::Loaded load(const std::string& path, const CommonOptions& options);
 /// Terminal width (40 to 240 columns) and colour for stdout.

@@ -113,6 +113,7 @@ void add_stack_options(CLI::App& cmd, StackArgs& a) {
       ->option_text("WHICH");
   cmd.add_flag("--cpp", a.stack.cpp, "Keep C++ frames in stacks that have Python frames (default: dropped there)");
   add_max_memory_option(cmd, a.max_memory);
+  add_max_output_option(cmd, a.max_output);
   add_quiet_option(cmd, a.quiet);
 }
 

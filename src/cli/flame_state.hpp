@@ -57,7 +57,8 @@ struct StackArgs {
   std::string at = "dump";
   analysis::StackOptions stack;
   std::string max_memory = kDefaultMaxMemory;
-  bool quiet = false;  // no progress line
+  std::string max_output;  // empty: the default output bound (cli/output.hpp)
+  bool quiet = false;      // no progress line
 };
 void add_stack_options(CLI::App& cmd, StackArgs& args);
 /// Loads the file and resolves the states; fills `source` for titles and JSON.

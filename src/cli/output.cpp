@@ -3,12 +3,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 
 #include "common.hpp"
+#include "memsnap/util/units.hpp"
 
 namespace memsnap::cli {
 
@@ -23,7 +26,17 @@ io::OutputFile open_output(const std::string& path, const std::vector<std::strin
 void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>& write) {
   try {
     try {
-      write(out.stream());
+      if (out.limit() == 0) {
+        write(out.stream());
+      } else {
+        // Bounded: the writer stops at the bound (the exception passes through the stream),
+        // and the temporary file goes with the OutputFile.
+        io::LimitStreamBuf limited(out.stream().rdbuf(), out.limit(), out.limit_message());
+        std::ostream os(&limited);
+        os.exceptions(std::ios::badbit);
+        write(os);
+        os.flush();
+      }
     } catch (const std::ios_base::failure&) {
       // the stream went bad: commit() names the reason the write failed
     }
@@ -31,6 +44,26 @@ void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>&
   } catch (const io::OutputError& e) {
     throw Failure(e.what(), kBadInput);
   }
+}
+
+uint64_t output_bound(const std::string& max_output, uint64_t input_bytes) {
+  if (!max_output.empty()) {
+    auto limit = parse_size(max_output);
+    if (!limit || *limit == 0) throw Failure("--max-output: not a size: '" + max_output + "'", kBadInput);
+    return *limit;
+  }
+  if (input_bytes > UINT64_MAX / kOutputMultiple) return UINT64_MAX;
+  return std::max(input_bytes * kOutputMultiple, kOutputFloor);
+}
+
+void bound_output(io::OutputFile& out, const std::string& max_output, uint64_t input_bytes) {
+  uint64_t limit = output_bound(max_output, input_bytes);
+  std::string why = max_output.empty()
+                        ? " (" + std::to_string(kOutputMultiple) + "x the input's " + human_bytes(input_bytes) +
+                              ", at least " + human_bytes(kOutputFloor) + "); --max-output SIZE raises it"
+                        : " (--max-output)";
+  out.set_limit(limit, out.shown() + ": the output would exceed " + human_bytes(limit) + why +
+                           (out.is_stdout() ? ": stopped there" : ": the file is left as it was"));
 }
 
 int finish_stdout(io::CheckedStdout& out, int status) {

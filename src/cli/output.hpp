@@ -2,6 +2,7 @@
 // flush of stdout, and the progress line on stderr. Every command that writes uses these.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -19,6 +20,14 @@ io::OutputFile open_output(const std::string& path, const std::vector<std::strin
 /// Runs `write(stream)` into `out` and commits it; a lost write becomes a Failure naming
 /// the destination and the reason, and a file destination is left as it was.
 void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>& write);
+
+/// The output bound (docs/bounds.md): what one command may write is at most kOutputMultiple
+/// times its input's decoded bytes, and at least kOutputFloor; `--max-output SIZE` sets it.
+inline constexpr uint64_t kOutputMultiple = 256;
+inline constexpr uint64_t kOutputFloor = uint64_t{64} << 20;
+uint64_t output_bound(const std::string& max_output, uint64_t input_bytes);
+/// Sets `out`'s bound (write_output stops the writer there with one line, exit 2).
+void bound_output(io::OutputFile& out, const std::string& max_output, uint64_t input_bytes);
 /// The end of main: `status`, or 2 with "memsnap: <stdout>: cannot write: REASON" on stderr
 /// when anything written to standard output was lost.
 int finish_stdout(io::CheckedStdout& out, int status);

@@ -180,6 +180,28 @@ void refuse_stdout_onto_inputs(std::span<const std::string> inputs) {
                       " (redirected onto it with > or >>): refusing to write onto it");
 }
 
+// ---- LimitStreamBuf ----------------------------------------------------------------------
+
+LimitStreamBuf::LimitStreamBuf(std::streambuf* next, uint64_t limit, std::string message)
+    : next_(next), limit_(limit), message_(std::move(message)) {}
+
+std::streambuf::int_type LimitStreamBuf::overflow(int_type c) {
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  char ch = traits_type::to_char_type(c);
+  return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+}
+
+std::streamsize LimitStreamBuf::xsputn(const char* s, std::streamsize n) {
+  if (n <= 0) return 0;
+  if (passed_ + uint64_t(n) > limit_) throw OutputLimitExceeded(message_);
+  passed_ += uint64_t(n);
+  return next_->sputn(s, n);
+}
+
+int LimitStreamBuf::sync() {
+  return next_->pubsync();
+}
+
 // ---- OutputFile --------------------------------------------------------------------------
 
 OutputFile::OutputFile(const std::string& path, std::span<const std::string> inputs) : path_(path) {

@@ -2,9 +2,10 @@
 //
 // Layout: the root ("all") at the bottom, callees stacked above their callers,
 // every frame as wide as its bytes and its children laid out left to right,
-// heaviest first (the tree comes sorted). Frames narrower than a tenth of a
-// pixel are not drawn (their bytes stay inside their parent's width) and are
-// counted in the footer. Text is monospace so its width is known without font
+// heaviest first (the tree comes sorted). Frames narrower than a pixel are not
+// drawn (their bytes stay inside their parent's width) and are counted in the
+// footer: at most one frame per pixel per row, so the document stays a size a
+// viewer opens whatever the number of distinct stacks. Text is monospace so its width is known without font
 // metrics; a label that does not fit its box is shortened (C++ scopes, then the
 // location, then cut with "…"), and omitted below three characters. Every
 // string from the snapshot goes through printable() and xml_escape().
@@ -38,9 +39,10 @@ using analysis::ProfileFrameKind;
 constexpr double kPad = 10;
 constexpr double kFrameH = 17;
 constexpr double kFont = 11;
-constexpr double kCharW = kFont * 0.61;  // DejaVu Sans Mono and most monospace faces: 0.6 em
-constexpr double kTop = 78;              // title, subtitle and legend above the frames
-constexpr double kMinWidth = 0.1;        // pixels: narrower frames are not drawn
+constexpr double kCharW = kFont * 0.61;     // DejaVu Sans Mono and most monospace faces: 0.6 em
+constexpr double kTop = 78;                 // title, subtitle and legend above the frames
+constexpr double kMinWidth = 1.0;           // pixels: narrower frames are not drawn
+constexpr size_t kChunk = size_t{1} << 20;  // bytes of SVG held before they are written
 constexpr const char* kText = "#222222";
 constexpr const char* kMuted = "#555555";
 
@@ -343,7 +345,8 @@ struct FrameCounts {
 
 // Every frame at least kMinWidth wide, children left to right from their parent's
 // left edge; a narrower frame's subtree is skipped whole (and counted).
-FrameCounts write_frames(std::string& svg, const FlameTree& t, const Layout& lay, const FlameSvgOptions& o) {
+FrameCounts write_frames(std::ostream& os, std::string& svg, const FlameTree& t, const Layout& lay,
+                         const FlameSvgOptions& o) {
   std::vector<double> x(t.nodes.size(), kPad), next(t.nodes.size(), kPad);
   FrameCounts c;
   svg += "<g class=\"frames\">\n";
@@ -363,6 +366,10 @@ FrameCounts write_frames(std::string& svg, const FlameTree& t, const Layout& lay
     }
     ++c.drawn;
     write_frame(svg, t, i, x[i], w, lay, o);
+    if (svg.size() >= kChunk) {  // out as it goes: an output bound stops a large picture early
+      os << svg;
+      svg.clear();
+    }
     ++i;
   }
   svg += "</g>\n";
@@ -373,7 +380,7 @@ FrameCounts write_frames(std::string& svg, const FlameTree& t, const Layout& lay
 void write_footer(std::string& svg, const FlameTree& t, const FrameCounts& c, const Layout& lay) {
   std::string foot = with_commas(c.drawn) + (c.drawn == 1 ? " frame" : " frames");
   if (c.omitted)
-    foot += "; " + with_commas(c.omitted) + " narrower than 0.1 px not drawn (their bytes are in their callers)";
+    foot += "; " + with_commas(c.omitted) + " narrower than 1 px left out (their bytes are in their callers)";
   if (t.nodes.at(0).width == 0) foot = "no memory in this state: nothing to draw";
   svg += "<text x=\"" + num(kPad) + "\" y=\"" + num(kTop + lay.area + 22) + "\" font-size=\"11\" fill=\"" + kMuted +
          "\">" + xml_escape(foot) + "</text>\n";
@@ -381,17 +388,18 @@ void write_footer(std::string& svg, const FlameTree& t, const FrameCounts& c, co
 
 }  // namespace
 
-void write_flame_svg(std::ostream& os, const FlameTree& t, const FlameSvgOptions& o) {
+size_t write_flame_svg(std::ostream& os, const FlameTree& t, const FlameSvgOptions& o) {
   const Layout lay = layout(t, o);
   std::string svg;
-  svg.reserve(t.nodes.size() * 300 + 4096);
+  svg.reserve(kChunk + 4096);
   write_document_start(svg, lay, o);
   write_title_and_legend(svg, t, lay, o);
-  const FrameCounts counts = write_frames(svg, t, lay, o);
+  const FrameCounts counts = write_frames(os, svg, t, lay, o);
   write_footer(svg, t, counts, lay);
   if (o.script) svg += kZoomScript;
   svg += "</svg>\n";
   os << svg;
+  return counts.omitted;
 }
 
 }  // namespace memsnap::report

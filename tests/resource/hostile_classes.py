@@ -13,6 +13,9 @@ out (AddressSanitizer's shadow memory and quarantine).
   2  output that parses: a frame name, a block state, a file's own name with bytes F8 88 80
      (a lead byte no UTF-8 has) in JUnit XML, SVG, DOT, JSON and CSV
   4  CSV injection: control characters and formula leads in the timeline's site columns
+  5  bounded output: one memoised 1 MiB file name shared by every frame (export refused at the
+     output bound, before writing, no file left); deep distinct paths (the flame graph leaves out
+     frames narrower than a pixel and counts them; folded and DOT stay small); --max-output
 """
 import csv
 import io
@@ -283,7 +286,91 @@ def class_csv(tmp):
           any(c.startswith("'@SUM(1,2)") for c in sites), sites)
 
 
-CLASSES = [class_input_lost, class_utf8, class_csv]
+# ---- class 5: bounded output -----------------------------------------------------------------
+
+def segment_of(blocks_frames, size=1 << 20):
+    """One segment of equal allocated blocks, block i with stack blocks_frames[i]; no trace."""
+    blocks, addr = [], BASE
+    for fr in blocks_frames:
+        blocks.append({"address": addr, "size": size, "requested_size": size, "state": "active_allocated",
+                       "frames": fr})
+        addr += size
+    total = addr - BASE
+    return {"segments": [{"device": 0, "address": BASE, "total_size": total, "allocated_size": total,
+                          "active_size": total, "requested_size": total, "stream": 0, "segment_type": "large",
+                          "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}],
+            "device_traces": [[]]}
+
+
+def memo_name_bomb(blocks=2000, depth=10):
+    """Every frame names the same 1 MiB file: pickle memoises it once, a JSON export would
+    write it blocks * depth times (20 GB)."""
+    big = "/w/" + "x" * (1 << 20) + ".py"
+    return segment_of([[{"filename": big, "line": i * depth + j, "name": "f"} for j in range(depth)]
+                       for i in range(blocks)])
+
+
+def deep_paths(paths, depth):
+    """`paths` stacks of `depth` shared frames under a distinct outermost frame each: paths * (depth
+    + 1) distinct flame-graph frames, each path 1 / paths of the width."""
+    shared = [{"filename": "/w/model.py", "line": j, "name": "layer%d" % j} for j in range(depth)]
+    return segment_of([shared + [{"filename": "/w/root.py", "line": i, "name": "r%d" % i}] for i in range(paths)])
+
+
+def class_output(tmp):
+    bomb = write(os.path.join(tmp, "bomb.pickle"), pickle.dumps(memo_name_bomb(), protocol=4))
+    size = os.path.getsize(bomb)
+    out = os.path.join(tmp, "out.json")
+    for args, name in ((["export", bomb, "-o", out], "5 export bomb -o"), (["export", bomb], "5 export bomb stdout")):
+        rc, o, err = run(args, name=name)
+        check(name + ": refused at the output bound", one_line_error(rc, err, "the output would exceed",
+                                                                   "256x the input", "--max-output"), "%r %r" % (rc, err))
+        check(name + ": nothing written", not os.path.exists(out) and len(o) < (256 * size), len(o))
+    check("5 export bomb: no temporary file left", not [n for n in os.listdir(tmp) if "memsnap-" in n], os.listdir(tmp))
+    # --max-output: a small export refused below its size, accepted above it; the old file kept.
+    small = write(os.path.join(tmp, "small.pickle"), pickled(small_snapshot()))
+    write(out, b"OLD")
+    rc, o, err = run(["export", small, "-o", out, "--max-output", "100"], name="5 export --max-output 100")
+    check("5 export --max-output 100: refused", one_line_error(rc, err, "exceed 100 B", "(--max-output)"),
+          "%r %r" % (rc, err))
+    check("5 export --max-output 100: the old file kept", open(out, "rb").read() == b"OLD")
+    rc, o, err = run(["export", small, "-o", out, "--max-output", "1MiB"], name="5 export --max-output 1MiB")
+    check("5 export --max-output 1MiB: written", rc == 0 and json.load(open(out))["segments"], err)
+    rc, o, err = run(["flame", small, "--format", "svg", "--max-output", "100"], name="5 flame --max-output 100")
+    check("5 flame --max-output 100: refused", one_line_error(rc, err, "exceed 100 B"), "%r %r" % (rc, err))
+    rc, o, err = run(["export", small, "--max-output", "lots"], name="5 export --max-output lots")
+    check("5 --max-output lots: refused", one_line_error(rc, err, "--max-output: not a size"), "%r %r" % (rc, err))
+
+    # 2,000 paths of 201 frames: each 0.59 px wide at 1200 px, all left out and counted.
+    deep = write(os.path.join(tmp, "deep.pickle"), pickle.dumps(deep_paths(2000, 200), protocol=4))
+    svg = os.path.join(tmp, "deep.svg")
+    rc, o, err = run(["flame", deep, "-o", svg], name="5 flame svg deep paths")
+    check("5 flame svg deep paths: ran", rc == 0, err)
+    check("5 flame svg deep paths: says how many it left out",
+          "402,000 frames narrower than 1 px left out" in err, err)
+    data = open(svg, "rb").read() if os.path.exists(svg) else b""
+    parses_as_xml("5 flame svg deep paths", data)
+    check("5 flame svg deep paths: footer counts them", b"1 frame; 402,000 narrower than 1 px left out" in data,
+          data[-400:])
+    check("5 flame svg deep paths: small", len(data) < 64 << 10, len(data))
+    # 1,000 paths of 201 frames, each 1.18 px: all drawn, at most one frame per pixel per row.
+    deep1k = write(os.path.join(tmp, "deep1k.pickle"), pickle.dumps(deep_paths(1000, 200), protocol=4))
+    rc, o, err = run(["flame", deep1k, "--format", "svg"], name="5 flame svg 1,000 paths")
+    check("5 flame svg 1,000 paths: every frame drawn", rc == 0 and b"201,001 frames</text>" in o and
+          "left out" not in err, (rc, err, o[-300:]))
+    check("5 flame svg 1,000 paths: within the output bound",
+          len(o) <= max(256 * os.path.getsize(deep1k), 64 << 20), len(o))
+    for args, what in ((["flame", deep], "folded"), (["callgraph", "--dot", deep], "DOT"),
+                       (["callgraph", "--format", "json", deep], "callgraph JSON")):
+        rc, o, err = run(args, name="5 %s deep paths" % what)
+        check("5 %s deep paths: within the output bound" % what,
+              rc == 0 and len(o) <= 256 * os.path.getsize(deep), (rc, len(o), err))
+
+
+CLASSES = [class_input_lost, class_utf8, class_csv, class_output]
+ONLY = os.environ.get("HOSTILE_ONLY")  # e.g. "class_output": one class while working on it
+if ONLY:
+    CLASSES = [c for c in CLASSES if c.__name__ in ONLY.split(",")]
 
 with tempfile.TemporaryDirectory() as tmp:
     for cls in CLASSES:

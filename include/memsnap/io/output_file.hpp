@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <streambuf>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memsnap::io {
@@ -27,6 +28,32 @@ namespace memsnap::io {
 class OutputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// The output bound was reached (OutputFile::set_limit): nothing more is written, the temporary
+/// file is removed, the destination is untouched. One line.
+class OutputLimitExceeded : public OutputError {
+ public:
+  using OutputError::OutputError;
+};
+
+/// Counts what passes through to `next` and throws OutputLimitExceeded(message) before the
+/// byte past `limit` is written: a stream over it with exceptions(badbit) stops its writer there.
+class LimitStreamBuf : public std::streambuf {
+ public:
+  LimitStreamBuf(std::streambuf* next, uint64_t limit, std::string message);
+  uint64_t passed() const { return passed_; }
+
+ protected:
+  int_type overflow(int_type c) override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+  int sync() override;
+
+ private:
+  std::streambuf* next_;
+  uint64_t limit_;
+  uint64_t passed_ = 0;
+  std::string message_;
 };
 
 /// A buffered streambuf over a file descriptor that remembers the first failed write
@@ -80,8 +107,18 @@ class OutputFile {
   /// As shown in messages: the path, or "<stdout>".
   std::string shown() const { return is_stdout() ? "<stdout>" : path_; }
   uint64_t bytes_written() const;
+  /// The output bound (0: none, the default): write_output stops the writer with
+  /// OutputLimitExceeded(`message`) before more than `bytes` are written.
+  void set_limit(uint64_t bytes, std::string message) {
+    limit_ = bytes;
+    limit_message_ = std::move(message);
+  }
+  uint64_t limit() const { return limit_; }
+  const std::string& limit_message() const { return limit_message_; }
 
  private:
+  uint64_t limit_ = 0;
+  std::string limit_message_;
   std::string path_;    // as given
   std::string target_;  // where the file ends up (symbolic links resolved)
   std::string temp_;    // the temporary file beside it; empty when writing directly

@@ -51,6 +51,8 @@ struct FlameSvgOptions {
 /// Python runtime, C++/native, pseudo-frames), or for a differential tree red
 /// where memory grew and blue where it shrank. Labels are cut to their box.
 /// Without `script` the document is static: no script, no external reference.
-void write_flame_svg(std::ostream& out, const analysis::FlameTree& tree, const FlameSvgOptions& options);
+/// Frames narrower than one pixel are left out with their callees (flamegraph.pl's
+/// --minwidth), their bytes inside their caller; the footer counts them. Returns that count.
+size_t write_flame_svg(std::ostream& out, const analysis::FlameTree& tree, const FlameSvgOptions& options);
 
 }  // namespace memsnap::report
