@@ -14,9 +14,11 @@
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -42,6 +44,8 @@ const char* to_string(Encoding e) {
 
 Compression detect_compression(std::span<const uint8_t> b) {
   if (b.size() >= 4 && b[0] == 0x28 && b[1] == 0xB5 && b[2] == 0x2F && b[3] == 0xFD) return Compression::Zstd;
+  // A zstd skippable frame (magic 0x184D2A50..5F, little-endian) may come first: still zstd.
+  if (b.size() >= 8 && (b[0] & 0xF0) == 0x50 && b[1] == 0x2A && b[2] == 0x4D && b[3] == 0x18) return Compression::Zstd;
   if (b.size() >= 2 && b[0] == 0x1F && b[1] == 0x8B) return Compression::Gzip;
   return Compression::None;
 }
@@ -137,15 +141,52 @@ void unguard(int slot) {
 
 // A buffer that grows geometrically (realloc, so no second copy and no zero fill),
 // bounded by ReadOptions and counted as the run's Input. Never presized from a header.
+// The first byte of what is read decides at once whether it can be a snapshot at all: a
+// pickle's PROTO or a protocol 0/1 opcode, JSON (blanks, a byte-order mark, '{' or '['),
+// or, for stored bytes, a gzip or zstd magic. /dev/zero and a bomb of zeros stop at byte 0.
+bool plausible_start(std::span<const uint8_t> b, bool stored) {
+  static constexpr std::string_view kPickle = "(]})NILFSVJKMTUXGB";
+  static constexpr std::string_view kJson = " \t\r\n{[";
+  const uint8_t c = b[0];
+  auto next = [&](size_t i, uint8_t v) { return b.size() <= i || b[i] == v; };  // unknown yet: plausible
+  if (kPickle.find(char(c)) != std::string_view::npos || kJson.find(char(c)) != std::string_view::npos) return true;
+  if (c == 0x80) return b.size() < 2 || (b[1] >= 2 && b[1] <= 5);  // PROTO 2..5
+  if (c == 0xEF) return next(1, 0xBB) && next(2, 0xBF);            // UTF-8 byte-order mark
+  if (c == 0xFF || c == 0xFE) return next(1, c ^ 1);               // UTF-16/32: named later
+  if (!stored) return false;
+  if (c == 0x1F) return next(1, 0x8B);                                           // gzip
+  if (c == 0x28) return next(1, 0xB5) && next(2, 0x2F) && next(3, 0xFD);         // zstd
+  return (c & 0xF0) == 0x50 && next(1, 0x2A) && next(2, 0x4D) && next(3, 0x18);  // zstd skippable
+}
+
+void sniff(std::span<const uint8_t> first, bool stored) {
+  if (first.empty() || plausible_start(first, stored)) return;
+  // UTF-16 or UTF-32 big-endian JSON starts with zeros: check_text_encoding() names it.
+  for (size_t i = 1; i < first.size() && i < 4; ++i)
+    if (first[i] == '{' || first[i] == '[') return;
+  char buf[8];
+  std::string hex;
+  for (size_t i = 0; i < first.size() && i < 8; ++i) {
+    std::snprintf(buf, sizeof buf, "%s%02x", i ? " " : "", first[i]);
+    hex += buf;
+  }
+  throw InputError(stored ? "offset 0" : "decoded offset 0",
+                   "not a snapshot: the input is neither a pickle nor JSON (it starts with bytes " + hex + ")");
+}
+
 class Sink {
  public:
-  Sink(const ReadOptions& o, const char* what) : o_(o), what_(what) {}
+  /// `sniff`: the first bytes written are checked as stored (stdin, a device) or decoded input.
+  enum class Sniff { None, Stored, Decoded };
+  Sink(const ReadOptions& o, const char* what, Sniff s = Sniff::None) : o_(o), what_(what), sniff_(s) {}
   // Room for at least one more byte; returns the writable tail.
   std::span<uint8_t> room() {
     if (used_ == buf_.capacity()) grow();
     return {buf_.data() + used_, buf_.capacity() - used_};
   }
   void wrote(size_t n) {
+    if (used_ == 0 && n > 0 && sniff_ != Sniff::None)
+      sniff({buf_.data(), std::min<size_t>(n, 8)}, sniff_ == Sniff::Stored);
     used_ += n;
     buf_.resize_uninitialized(used_);  // within capacity: growth keeps what was written
     if (o_.budget) o_.budget->set(util::Account::Input, used_);
@@ -173,6 +214,7 @@ class Sink {
 
   const ReadOptions& o_;
   const char* what_;
+  Sniff sniff_;
   util::PodBuffer<uint8_t> buf_;
   size_t used_ = 0;
 };
@@ -238,19 +280,19 @@ void decompress_zstd_into(std::span<const uint8_t> in, const ReadOptions& o, Out
 }
 
 util::PodBuffer<uint8_t> inflate_gzip(std::span<const uint8_t> in, const ReadOptions& o) {
-  Sink out(o, "decompressed gzip data");
+  Sink out(o, "decompressed gzip data", Sink::Sniff::Decoded);
   inflate_gzip_into(in, o, out);
   return out.take();
 }
 
 util::PodBuffer<uint8_t> decompress_zstd(std::span<const uint8_t> in, const ReadOptions& o) {
-  Sink out(o, "decompressed zstd data");
+  Sink out(o, "decompressed zstd data", Sink::Sniff::Decoded);
   decompress_zstd_into(in, o, out);
   return out.take();
 }
 
 util::PodBuffer<uint8_t> read_all(int fd, const ReadOptions& o, const char* what) {
-  Sink out(o, what);
+  Sink out(o, what, Sink::Sniff::Stored);
   for (;;) {
     std::span<uint8_t> room = out.room();
     ssize_t n = ::read(fd, room.data(), std::min<size_t>(room.size(), size_t{1} << 30));
@@ -387,6 +429,7 @@ class StreamSink {
     return {d_.base + used_, std::min(chunk_, d_.reserved - used_)};
   }
   void wrote(size_t n) {
+    if (used_ == 0 && n > 0) sniff({d_.base, std::min<size_t>(n, 8)}, false);
     used_ += n;
     if (used_ - published_ >= chunk_) publish();
   }

@@ -13,6 +13,9 @@ out (AddressSanitizer's shadow memory and quarantine).
   2  output that parses: a frame name, a block state, a file's own name with bytes F8 88 80
      (a lead byte no UTF-8 has) in JUnit XML, SVG, DOT, JSON and CSV
   4  CSV injection: control characters and formula leads in the timeline's site columns
+  7  memory: /dev/zero, a stream of zeros on standard input and a gzip or zstd bomb of zeros
+     stop at their first byte (0x00 starts no pickle and no JSON)
+  9  a zstd file that starts with a skippable frame is read
   5  bounded output: one memoised 1 MiB file name shared by every frame (export refused at the
      output bound, before writing, no file left); deep distinct paths (the flame graph leaves out
      frames narrower than a pixel and counts them; folded and DOT stay small); --max-output
@@ -302,9 +305,9 @@ def segment_of(blocks_frames, size=1 << 20):
             "device_traces": [[]]}
 
 
-def memo_name_bomb(blocks=2000, depth=10):
+def memo_name_bomb(blocks=500, depth=4):
     """Every frame names the same 1 MiB file: pickle memoises it once, a JSON export would
-    write it blocks * depth times (20 GB)."""
+    write it blocks * depth times (2 GB)."""
     big = "/w/" + "x" * (1 << 20) + ".py"
     return segment_of([[{"filename": big, "line": i * depth + j, "name": "f"} for j in range(depth)]
                        for i in range(blocks)])
@@ -367,7 +370,47 @@ def class_output(tmp):
               rc == 0 and len(o) <= 256 * os.path.getsize(deep), (rc, len(o), err))
 
 
-CLASSES = [class_input_lost, class_utf8, class_csv, class_output]
+# ---- class 7: refused at the first byte; class 9: zstd skippable frames ----------------------
+
+def zstd(data):
+    return subprocess.run(["zstd", "-q", "-c", "-3"], input=data, stdout=subprocess.PIPE, check=True).stdout
+
+
+def class_first_bytes(tmp):
+    import gzip
+    import struct
+    import shutil
+    zeros = b"\0" * (256 << 20)
+    cases = [(["analyze", "/dev/zero"], None, "offset 0: not a snapshot"),
+             (["segments", "-"], "zero", "offset 0: not a snapshot"),
+             (["analyze", write(os.path.join(tmp, "bomb.gz"), gzip.compress(zeros, 9))], None,
+              "decoded offset 0: not a snapshot")]
+    have_zstd = shutil.which("zstd") is not None
+    if have_zstd:
+        cases.append((["analyze", write(os.path.join(tmp, "bomb.zst"), zstd(zeros))], None,
+                      "decoded offset 0: not a snapshot"))
+    for args, stdin, fragment in cases:
+        name = "7 " + " ".join(os.path.basename(a) for a in args) + (" < /dev/zero" if stdin else "")
+        with open("/dev/zero", "rb") as zero:
+            rc, o, err = run(args, stdin=zero if stdin else None, name=name)
+        check(name + ": refused at the first byte", one_line_error(rc, err, fragment, "starts with bytes 00"),
+              "%r %r" % (rc, err))
+    if not have_zstd:
+        print("SKIPPED: zstd is not installed (class 9)")
+        return
+    snap = pickled(small_snapshot())
+    skippable = struct.pack("<II", 0x184D2A5E, 11) + b"hello world"
+    path = write(os.path.join(tmp, "skip.pickle.zst"), skippable + zstd(snap))
+    rc, o, err = run(["analyze", "--format", "json", path], name="9 zstd after a skippable frame")
+    check("9 zstd after a skippable frame: read", rc == 0 and json.loads(o)["input"]["compression"] == "zstd",
+          "%r %r" % (rc, err))
+    plain = subprocess.run([MEMSNAP, "analyze", "--format", "json", write(os.path.join(tmp, "plain.pickle"), snap)],
+                           stdout=subprocess.PIPE).stdout
+    check("9 zstd after a skippable frame: the same figures",
+          rc == 0 and json.loads(o)["devices"] == json.loads(plain)["devices"])
+
+
+CLASSES = [class_input_lost, class_utf8, class_csv, class_output, class_first_bytes]
 ONLY = os.environ.get("HOSTILE_ONLY")  # e.g. "class_output": one class while working on it
 if ONLY:
     CLASSES = [c for c in CLASSES if c.__name__ in ONLY.split(",")]
