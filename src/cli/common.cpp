@@ -10,9 +10,12 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/memory_budget.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
 #include "output.hpp"
@@ -89,12 +92,29 @@ void add_quiet_option(CLI::App& cmd, bool& quiet) {
   cmd.add_flag("-q,--quiet", quiet, "No progress line on stderr while reading a large input");
 }
 
+// One bound for every file a run reads at once (-j): the first load sets it; each file's own
+// budget adds to it what it holds and takes it back when its model goes.
+namespace {
+std::shared_ptr<util::MemoryBudget> run_budget(uint64_t limit) {
+  static std::mutex m;
+  static std::shared_ptr<util::MemoryBudget> shared;
+  std::lock_guard lock(m);
+  if (!shared) shared = std::make_shared<util::MemoryBudget>(limit);
+  return shared;
+}
+}  // namespace
+
 snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   snapshot::LoadOptions lo;
   auto limit = parse_size(o.max_memory);
   if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + o.max_memory + "'", kBadInput);
   lo.read.max_buffer_bytes = *limit;
   lo.max_memory = *limit;
+  if (o.max_memory == kDefaultMaxMemory) {  // the default: bounded by the input too (docs/bounds.md)
+    lo.input_multiple = util::MemoryBudget::kInputMultiple;
+    lo.input_floor = util::MemoryBudget::kInputFloor;
+  }
+  lo.shared_budget = run_budget(*limit);
   lo.parser = g_parser;
   lo.threads = load_environment().one_core ? 1 : std::max(1u, std::thread::hardware_concurrency());
   if (load_environment().diagnostics)

@@ -145,14 +145,14 @@ void unguard(int slot) {
 // pickle's PROTO or a protocol 0/1 opcode, JSON (blanks, a byte-order mark, '{' or '['),
 // or, for stored bytes, a gzip or zstd magic. /dev/zero and a bomb of zeros stop at byte 0.
 bool plausible_start(std::span<const uint8_t> b, bool stored) {
-  static constexpr std::string_view kPickle = "(]})NILFSVJKMTUXGB";
+  static constexpr std::string_view kPickle = "(]})NILFSVJKMTUXGBCcP";  // as pickle::unpickle() takes
   static constexpr std::string_view kJson = " \t\r\n{[";
   const uint8_t c = b[0];
   auto next = [&](size_t i, uint8_t v) { return b.size() <= i || b[i] == v; };  // unknown yet: plausible
   if (kPickle.find(char(c)) != std::string_view::npos || kJson.find(char(c)) != std::string_view::npos) return true;
-  if (c == 0x80) return b.size() < 2 || (b[1] >= 2 && b[1] <= 5);  // PROTO 2..5
-  if (c == 0xEF) return next(1, 0xBB) && next(2, 0xBF);            // UTF-8 byte-order mark
-  if (c == 0xFF || c == 0xFE) return next(1, c ^ 1);               // UTF-16/32: named later
+  if (c == 0x80) return true;                            // PROTO
+  if (c == 0xEF) return next(1, 0xBB) && next(2, 0xBF);  // UTF-8 byte-order mark
+  if (c == 0xFF || c == 0xFE) return next(1, c ^ 1);     // UTF-16/32: named later
   if (!stored) return false;
   if (c == 0x1F) return next(1, 0x8B);                                           // gzip
   if (c == 0x28) return next(1, 0xB5) && next(2, 0x2F) && next(3, 0xFD);         // zstd
@@ -164,14 +164,27 @@ void sniff(std::span<const uint8_t> first, bool stored) {
   // UTF-16 or UTF-32 big-endian JSON starts with zeros: check_text_encoding() names it.
   for (size_t i = 1; i < first.size() && i < 4; ++i)
     if (first[i] == '{' || first[i] == '[') return;
-  char buf[8];
-  std::string hex;
-  for (size_t i = 0; i < first.size() && i < 8; ++i) {
-    std::snprintf(buf, sizeof buf, "%s%02x", i ? " " : "", first[i]);
-    hex += buf;
+  // Shown as pickle::unpickle() shows it: printable text quoted, else the first bytes in hex.
+  std::string text, shown;
+  bool printable = true;
+  for (size_t i = 0; i < first.size() && i < 16; ++i) {
+    uint8_t c = first[i];
+    if (c == '\n' || c == '\r') break;
+    if (c < 0x20 || c >= 0x7f) printable = false;
+    text.push_back(char(c));
+  }
+  if (printable) {
+    shown = "'" + text + "'";
+  } else {
+    char buf[8];
+    shown = "bytes ";
+    for (size_t i = 0; i < first.size() && i < 8; ++i) {
+      std::snprintf(buf, sizeof buf, "%s%02x", i ? " " : "", first[i]);
+      shown += buf;
+    }
   }
   throw InputError(stored ? "offset 0" : "decoded offset 0",
-                   "not a snapshot: the input is neither a pickle nor JSON (it starts with bytes " + hex + ")");
+                   "not a snapshot: the input is neither a pickle nor JSON (it starts with " + shown + ")");
 }
 
 class Sink {
@@ -185,8 +198,8 @@ class Sink {
     return {buf_.data() + used_, buf_.capacity() - used_};
   }
   void wrote(size_t n) {
-    if (used_ == 0 && n > 0 && sniff_ != Sniff::None)
-      sniff({buf_.data(), std::min<size_t>(n, 8)}, sniff_ == Sniff::Stored);
+    if (used_ == 0 && n > 0 && sniff_ != Sniff::None && o_.sniff_snapshot)
+      sniff({buf_.data(), std::min<size_t>(n, 16)}, sniff_ == Sniff::Stored);
     used_ += n;
     buf_.resize_uninitialized(used_);  // within capacity: growth keeps what was written
     if (o_.budget) o_.budget->set(util::Account::Input, used_);
@@ -429,7 +442,7 @@ class StreamSink {
     return {d_.base + used_, std::min(chunk_, d_.reserved - used_)};
   }
   void wrote(size_t n) {
-    if (used_ == 0 && n > 0) sniff({d_.base, std::min<size_t>(n, 8)}, false);
+    if (used_ == 0 && n > 0 && d_.options.sniff_snapshot) sniff({d_.base, std::min<size_t>(n, 16)}, false);
     used_ += n;
     if (used_ - published_ >= chunk_) publish();
   }
@@ -500,7 +513,7 @@ void ByteSource::Decoder::run() {
 bool ByteSource::Decoder::reserve(const ReadOptions& o) {
   if (!o.stream) return false;
   uint64_t want = o.max_buffer_bytes;
-  if (o.budget) want = std::min(want, o.budget->left());
+  if (o.budget) want = std::min(want, o.budget->cap() > o.budget->used() ? o.budget->cap() - o.budget->used() : 0);
   constexpr uint64_t kHuge = uint64_t{2} << 20;
   if (want == 0 || want > (uint64_t{1} << 46)) return false;
   uint64_t whole = (want + kHuge - 1) & ~(kHuge - 1);

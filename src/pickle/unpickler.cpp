@@ -700,10 +700,12 @@ ValueGraph Unpickler::run(PickleInfo* info) {
   }
 }
 
-// Bytes a pickle can start with: PROTO, or an opcode that pushes a value (protocols 0 and 1).
+// Bytes a pickle can start with: PROTO, or an opcode that pushes a value (protocols 0 and 1);
+// no other opcode is 0x80 or above. (0xEF, 0xFF, 0xFE: a byte-order mark, named elsewhere.)
+// io::ByteSource's sniff_snapshot takes the same bytes.
 bool plausible_start(uint8_t c) {
   static constexpr std::string_view kStarts = "(]})NILFSVJKMTUXGBCcP";
-  return c >= 0x80 || kStarts.find(char(c)) != std::string_view::npos;
+  return c == 0x80 || c == 0xEF || c == 0xFF || c == 0xFE || kStarts.find(char(c)) != std::string_view::npos;
 }
 
 std::string preview(std::span<const uint8_t> in) {

@@ -76,16 +76,28 @@ Loaded decode(const io::ByteSource& src, const std::string& path, const LoadOpti
 
 }  // namespace
 
+// What the default bound scales with: the decoded bytes, or while a compressed input is still
+// being decoded (through a window, perhaps, that never holds it all), 64 times its stored bytes.
+static void note_input(util::MemoryBudget& budget, const io::ByteSource& src) {
+  if (src.compression() == io::Compression::None)
+    budget.note_input(src.stored_bytes());
+  else
+    budget.note_input(src.stored_bytes() > UINT64_MAX / 64 ? UINT64_MAX : src.stored_bytes() * 64);
+}
+
 Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
-  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
+  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory, options.shared_budget);
+  if (options.input_multiple) budget->proportional(options.input_multiple, options.input_floor);
   io::ReadOptions read = options.read;
   read.threads = options.threads;
   read.budget = budget.get();
-  read.stream = true;  // decode on the second core while parsing
+  read.stream = true;
+  read.sniff_snapshot = true;  // decode on the second core while parsing
   if (options.progress) read.progress = options.progress;
   Loaded out;
   {
     io::ByteSource src = io::ByteSource::open(path, read);
+    note_input(*budget, src);
     out = decode(src, path, options, *budget);
   }
   budget->set(util::Account::Input, 0);  // the input is released once the model is built
@@ -94,15 +106,18 @@ Loaded load_snapshot(const std::string& path, const LoadOptions& options) {
 }
 
 Loaded load_snapshot_bytes(std::vector<uint8_t> bytes, const std::string& name, const LoadOptions& options) {
-  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory);
+  auto budget = std::make_shared<util::MemoryBudget>(options.max_memory, options.shared_budget);
+  if (options.input_multiple) budget->proportional(options.input_multiple, options.input_floor);
   io::ReadOptions read = options.read;
   read.threads = options.threads;
   read.budget = budget.get();
   read.stream = true;
+  read.sniff_snapshot = true;
   if (options.progress) read.progress = options.progress;
   Loaded out;
   {
     io::ByteSource src = io::ByteSource::from_bytes(std::move(bytes), read);
+    note_input(*budget, src);
     out = decode(src, name, options, *budget);
   }
   budget->set(util::Account::Input, 0);

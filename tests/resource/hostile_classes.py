@@ -15,6 +15,9 @@ out (AddressSanitizer's shadow memory and quarantine).
   4  CSV injection: control characters and formula leads in the timeline's site columns
   7  memory: /dev/zero, a stream of zeros on standard input and a gzip or zstd bomb of zeros
      stop at their first byte (0x00 starts no pickle and no JSON)
+     memo-shared segments (one 20,000-block segment referenced 3,000 times: 60 million blocks
+     from 0.6 MB) stop at the default bound, 8x the input plus 128 MiB, alone and two at once
+     under -j 2 (one budget for the run)
   9  a zstd file that starts with a skippable frame is read
   5  bounded output: one memoised 1 MiB file name shared by every frame (export refused at the
      output bound, before writing, no file left); deep distinct paths (the flame graph leaves out
@@ -395,6 +398,20 @@ def class_first_bytes(tmp):
             rc, o, err = run(args, stdin=zero if stdin else None, name=name)
         check(name + ": refused at the first byte", one_line_error(rc, err, fragment, "starts with bytes 00"),
               "%r %r" % (rc, err))
+    # Memo-shared segments: the model they expand to passes the default bound, not 4 GiB.
+    blocks = [{"address": BASE + i * 512, "size": 512, "requested_size": 512, "state": "active_allocated",
+               "frames": []} for i in range(20000)]
+    seg = {"device": 0, "address": BASE, "total_size": 20000 * 512, "allocated_size": 20000 * 512,
+           "active_size": 20000 * 512, "requested_size": 20000 * 512, "stream": 0, "segment_type": "large",
+           "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}
+    memo = write(os.path.join(tmp, "memo.pickle"), pickle.dumps({"segments": [seg] * 3000, "device_traces": [[]]},
+                                                                 protocol=4))
+    memo2 = write(os.path.join(tmp, "memo2.pickle"), open(memo, "rb").read())
+    for args in (["analyze", memo], ["analyze", "-j", "2", memo, memo2], ["flame", memo]):
+        name = "7 " + " ".join(os.path.basename(a) for a in args)
+        rc, o, err = run(args, name=name)
+        check(name + ": refused within the default bound", rc == 2 and "memsnap: " in err and
+              ("--max-memory" in err or "referenced too many times" in err), "%r %r" % (rc, err))
     if not have_zstd:
         print("SKIPPED: zstd is not installed (class 9)")
         return

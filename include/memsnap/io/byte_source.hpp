@@ -37,6 +37,10 @@ struct ReadOptions {
   /// then surfaces from data() rather than from open(). `progress` is called from that
   /// thread until decoded_size() is known, never at the same time as by the reader.
   bool stream = false;
+  /// The input must be a snapshot: its first stored bytes (standard input, a device) and its
+  /// first decoded bytes are checked as they arrive, and bytes no pickle, JSON, gzip or zstd
+  /// starts with stop the read there (/dev/zero, a bomb of zeros) rather than after gigabytes.
+  bool sniff_snapshot = false;
   /// While streaming, the decoder publishes this many bytes at a time (tests make it small,
   /// so that the reader catches up with the decoder and waits).
   size_t stream_chunk = size_t{4} << 20;

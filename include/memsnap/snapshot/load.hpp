@@ -40,6 +40,12 @@ struct LoadOptions {
   /// the fast path's tables, and the model count against it. An InputError naming
   /// --max-memory when a load would pass it.
   uint64_t max_memory = util::MemoryBudget::kDefault;
+  /// The default bound (no --max-memory given): also at most this many times the decoded
+  /// input plus `input_floor` (0: max_memory alone). See util::MemoryBudget::proportional.
+  uint64_t input_multiple = 0;
+  uint64_t input_floor = 0;
+  /// The bound every file of a -j run shares (nullptr: this load's alone).
+  std::shared_ptr<util::MemoryBudget> shared_budget;
 };
 
 struct Loaded {
