@@ -9,10 +9,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 #include <streambuf>
@@ -22,21 +24,26 @@
 #include "../../src/snapshot/fast_build.hpp"
 #include "../support/compress.hpp"
 #include "memsnap/analysis/analyze.hpp"
+#include "memsnap/analysis/callgraph.hpp"
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/oom_message.hpp"
 #include "memsnap/analysis/slice.hpp"
+#include "memsnap/analysis/stacks.hpp"
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/report/analyze.hpp"
+#include "memsnap/report/callgraph.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/report/events.hpp"
 #include "memsnap/report/export.hpp"
+#include "memsnap/report/flame.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/snapshot/builder.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/utf8.hpp"
 
 namespace {
 
@@ -187,6 +194,106 @@ void check_fast_path(const uint8_t* data, size_t size) {
   check(snapshot::detail::SplitOptions{0, 64, 0.2 + 0.6 * double(data[size / 2]) / 255, true}, "two halves");
 }
 
+// Output well-formedness: a failure is a bug in a writer, so it aborts with the output's start.
+[[noreturn]] void malformed(const char* what, const std::string& why, const std::string& out) {
+  std::fprintf(stderr, "%s is not well-formed: %s\n  %.400s\n", what, why.c_str(), out.c_str());
+  std::abort();
+}
+
+// Valid UTF-8 without control characters other than newline (and tab where `tab`).
+void check_text(const char* what, const std::string& out, bool tab = false) {
+  if (!memsnap::utf8::valid(out)) malformed(what, "invalid UTF-8", out);
+  for (unsigned char c : out)
+    if ((c < 0x20 && c != '\n' && !(tab && c == '\t')) || c == 0x7f)
+      malformed(what, "control character " + std::to_string(c), out);
+}
+
+// XML as the SVG writer makes it: every tag closed in order, quoted attributes, entities
+// ended by ';', no '<' in text. (Python's parser checks the real files in hostile_classes.)
+void check_xml(const char* what, const std::string& out) {
+  check_text(what, out);
+  std::vector<std::string> open;
+  size_t i = 0;
+  if (out.rfind("<?xml", 0) == 0) i = out.find("?>") + 2;
+  while (i < out.size()) {
+    if (out[i] == '&') {
+      size_t semi = out.find(';', i);
+      if (semi == std::string::npos || semi - i > 10) malformed(what, "a bare '&' at " + std::to_string(i), out);
+      i = semi + 1;
+    } else if (out.compare(i, 9, "<![CDATA[") == 0) {
+      size_t end = out.find("]]>", i);
+      if (end == std::string::npos) malformed(what, "an unclosed CDATA section", out);
+      i = end + 3;
+    } else if (out[i] == '<') {
+      bool closing = i + 1 < out.size() && out[i + 1] == '/';
+      size_t j = i + (closing ? 2 : 1), name_end = j;
+      while (name_end < out.size() && (std::isalnum(static_cast<unsigned char>(out[name_end])) || out[name_end] == ':'))
+        ++name_end;
+      std::string name = out.substr(j, name_end - j);
+      if (name.empty()) malformed(what, "a '<' without a tag name at " + std::to_string(i), out);
+      size_t k = name_end;
+      char quote = 0;
+      for (; k < out.size() && (quote || out[k] != '>'); ++k) {
+        if (quote) {
+          if (out[k] == quote) quote = 0;
+          if (out[k] == '<') malformed(what, "'<' in an attribute at " + std::to_string(k), out);
+        } else if (out[k] == '"' || out[k] == '\'') {
+          quote = out[k];
+        }
+      }
+      if (k >= out.size()) malformed(what, "an unclosed tag <" + name, out);
+      bool empty = out[k - 1] == '/';
+      if (closing) {
+        if (open.empty() || open.back() != name) malformed(what, "</" + name + "> closes nothing open", out);
+        open.pop_back();
+      } else if (!empty) {
+        open.push_back(name);
+      }
+      i = k + 1;
+    } else {
+      ++i;
+    }
+  }
+  if (!open.empty()) malformed(what, "<" + open.back() + "> never closed", out);
+}
+
+// flame (folded, SVG), callgraph (text, DOT, JSON): every reporter of the stack profiles.
+void check_stack_reports(const memsnap::snapshot::Loaded& loaded) {
+  using namespace memsnap;
+  const auto& snap = loaded.snapshot;
+  analysis::StackProfileBuilder b(snap, analysis::StackOptions{});
+  for (const auto& d : snap.devices) b.add(d, snap.devices.size() > 1);
+  analysis::StackProfile profile = b.take();
+  std::ostringstream folded, svg, text, dot, json;
+  report::write_folded(folded, profile);
+  check_text("flame folded", folded.str());
+  for (const std::string& line : [&] {
+         std::vector<std::string> lines;
+         std::istringstream in(folded.str());
+         for (std::string l; std::getline(in, l);) lines.push_back(l);
+         return lines;
+       }()) {
+    size_t space = line.rfind(' ');
+    if (space == std::string::npos || space + 1 == line.size() ||
+        line.find_first_not_of("0123456789", space + 1) != std::string::npos)
+      malformed("flame folded", "a line without a count: " + line.substr(0, 200), folded.str());
+  }
+  report::FlameSvgOptions so;
+  so.script = true;
+  (void)report::write_flame_svg(svg, analysis::flame_tree(profile), so);
+  check_xml("flame SVG", svg.str());
+  analysis::CallGraph graph = analysis::build_call_graph(profile);
+  report::ProfileSource source;
+  source.path = "fuzz\xf8\x88\x80";
+  report::CallgraphView view{&graph, &source, 0.0};
+  report::write_callgraph_text(text, view, 80);
+  check_text("callgraph text", text.str());
+  report::write_callgraph_dot(dot, view);
+  check_text("callgraph DOT", dot.str(), true);
+  report::write_callgraph_json(json, view);
+  if (!nlohmann::json::accept(json.str())) malformed("callgraph JSON", "does not parse", json.str());
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace memsnap;
   NullBuffer buffer;
@@ -226,7 +333,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!timelines.empty()) {
       report::TimelineView view{&loaded.input, &timelines, result.time_origin_us};
       report::write_timeline_svg(sink, view, report::SvgOptions{});
-      report::write_timeline_csv(sink, view);
+      std::ostringstream csv, tsvg;
+      report::write_timeline_csv(csv, view);
+      check_text("timeline CSV", csv.str());
+      report::write_timeline_svg(tsvg, view, report::SvgOptions{});
+      check_xml("timeline SVG", tsvg.str());
     }
     // --at the middle of every trace
     for (const auto& d : loaded.snapshot.devices) {
@@ -246,6 +357,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     report::write_diff_text(sink, dv, style);
     report::write_diff_json(sink, dv);
     check_export(loaded.snapshot);
+    check_stack_reports(loaded);
   } catch (const InputError&) {
     // malformed input is expected; anything else (or a crash) is a bug
   } catch (const UsageError&) {
