@@ -160,14 +160,21 @@ inline constexpr detail::WordList kWords = detail::make_words();
 static_assert(kWords.size <= 256, "word ids are one byte");
 inline constexpr size_t kWordCount = kWords.size;
 
+// clang 14 calls a consteval literal operator used in a template at run time, and finds no
+// definition (the libFuzzer build): there the two are constexpr, checked by GCC's builds.
+#if defined(__clang__) && __clang_major__ < 15
+#define MEMSNAP_CONSTEVAL constexpr
+#else
+#define MEMSNAP_CONSTEVAL consteval
+#endif
 /// The id of a word; a word the schema does not hold does not compile.
-consteval Word word(std::string_view s) {
+MEMSNAP_CONSTEVAL Word word(std::string_view s) {
   for (size_t i = 1; i < kWords.size; ++i)
     if (kWords[i] == s) return Word(i);
   throw "not a word of the snapshot schema (schema.hpp)";
 }
 /// `"alloc"_w` for word("alloc").
-consteval Word operator""_w(const char* s, size_t n) {
+MEMSNAP_CONSTEVAL Word operator""_w(const char* s, size_t n) {
   return word(std::string_view(s, n));
 }
 constexpr std::string_view text(Word w) {
