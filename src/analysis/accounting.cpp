@@ -179,7 +179,13 @@ void account_segment(const snapshot::Device& d, size_t si, Accounting& a, PoolAc
   a.private_held_bytes += sa.private_held_bytes;
   a.empty_cache_pending_bytes += sa.empty_cache_pending_bytes;
   a.largest_free_block_bytes = std::max(a.largest_free_block_bytes, sa.largest_free_block_bytes);
-  if (sa.allocated_blocks == 0 && !private_pool) a.releasable_segments += 1;
+  if (sa.allocated_blocks == 0 && !private_pool) {
+    a.releasable_segments += 1;
+    a.releasable_whole_bytes += sa.releasable_bytes;
+  } else if (sa.releasable_bytes != 0) {
+    a.releasable_partial_segments += 1;
+    a.releasable_partial_bytes += sa.releasable_bytes;
+  }
   if (sa.stranded_bytes != 0) a.stranding_segments += 1;
   p.free_bytes += sa.external_free_bytes;
   p.free_blocks += sa.free_blocks;

@@ -118,6 +118,34 @@ auto beside(F f) -> std::future<decltype(f())> {
   }
 }
 
+// Churn, the model-building anti-patterns, whether the file shows training, and
+// whether memory was tight: what the findings' rules and words need beyond the
+// replay's figures.
+static void judge_habits(const Context& ctx, const snapshot::Device& d, const AnalyzeOptions& o, DeviceAnalysis& out) {
+  out.churn = find_churn(ctx, d);
+  out.capacity_bytes = o.oom.capacity;
+  for (const auto& r : out.ooms.explained)
+    if (!out.capacity_bytes && r.capacity_bytes) out.capacity_bytes = r.capacity_bytes;
+  uint64_t peak_reserved = out.peaks.reserved ? out.peaks.reserved->bytes : 0;
+  peak_reserved = std::max(peak_reserved, out.accounting.reserved_bytes);
+  out.memory_pressure =
+      out.ooms.total > 0 || out.churn.retries > 0 ||
+      (out.capacity_bytes && double(peak_reserved) >= o.thresholds.pressure_share * double(*out.capacity_bytes));
+  out.training = shows_training(ctx, d);
+  for (const auto& other : ctx.snap.devices) {
+    if (out.training) break;
+    if (other.index == d.index) continue;
+    for (snapshot::Action a : other.trace.actions())
+      if (a == snapshot::Action::Oom) {
+        out.training = true;  // another device ran out first: this one's step never finished
+        break;
+      }
+  }
+  out.big_layer = find_big_layer(ctx, d, out.peaks.allocated ? out.peaks.allocated->allocated_bytes : 0,
+                                 out.capacity_bytes);
+  out.model_per_step = find_model_per_step(ctx, d);
+}
+
 struct Analyzer {
   // `spare_core`: a core no other device's analysis uses, for the iteration search's
   // trace-only half (TracePeriods) while this thread replays.
@@ -126,7 +154,10 @@ struct Analyzer {
     DeviceAnalysis out;
     out.device = d.index;
     out.dumped_ = &d;
-    out.unused = d.segments.empty() && d.trace.empty();
+    // unused: nothing reserved and no allocator event (a lone `snapshot` marker is none)
+    out.unused = d.segments.empty() && std::all_of(d.trace.actions().begin(), d.trace.actions().end(), [](auto a) {
+                   return a == snapshot::Action::Snapshot;
+                 });
     out.trace = summarize_trace(d);
     out.trace.window_starts_mid_run = !d.segments.empty();  // without a trace, anything dumped predates it
     std::optional<uint32_t> at = resolve_at(o, d);
@@ -177,6 +208,7 @@ struct Analyzer {
     }
     if (o.timeline && replay)
       out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);
+    if (o.trace) judge_habits(ctx, d, o, out);
     out.findings = raise_findings(ctx, out, o.thresholds);
     if (o.page) out.page = build_page(ctx, d, replay ? &*replay : nullptr, out.timeline, out.iterations, *o.page);
     return out;

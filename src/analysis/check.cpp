@@ -116,9 +116,22 @@ void check_device(const std::string& file, const DeviceAnalysis& d, const snapsh
     }
   }
   if (limits.max_fragmentation) {
-    double worst = 0;  // the worst pool
-    for (const auto& p : t.pools) worst = std::max(worst, p.fragmentation);
+    double worst = 0;  // the worst pool of those that strand enough to matter
     CheckLine l;
+    l.floor_bytes = kFragmentationFloorBytes;
+    for (const auto& p : t.pools) {
+      if (p.stranded_bytes < kFragmentationFloorBytes) {
+        l.pools_ignored += p.fragmentation > 0 ? 1 : 0;
+        continue;
+      }
+      if (l.pool.empty() || p.fragmentation > worst) {
+        worst = p.fragmentation;
+        l.pool = std::string(snapshot::to_string(p.pool)) + " pool, stream " + std::to_string(p.stream);
+        if (p.is_private())
+          l.pool = "private pool (" + std::to_string(p.pool_id[0]) + "," + std::to_string(p.pool_id[1]) + ") " + l.pool;
+        l.pool_stranded_bytes = p.stranded_bytes;
+      }
+    }
     l.file = file;
     l.device = d.device;
     l.check = CheckKind::MaxFragmentation;

@@ -25,7 +25,7 @@ struct KindName {
 };
 
 // The stable JSON strings: scripts match on them, so they never change.
-constexpr std::array<KindName, 17> kKindNames{{
+constexpr std::array<KindName, 21> kKindNames{{
     {FindingKind::OomFragmentation, "oom_fragmentation"},
     {FindingKind::OomSegmentRounding, "oom_segment_rounding"},
     {FindingKind::OomLeak, "oom_leak"},
@@ -38,6 +38,10 @@ constexpr std::array<KindName, 17> kKindNames{{
     {FindingKind::GrowingWithInput, "growing_with_input"},
     {FindingKind::GrowthUnattributed, "growth_unattributed"},
     {FindingKind::ActivationsKeptWithoutBackward, "activations_kept_without_backward"},
+    {FindingKind::CacheFlushRetry, "cache_flush_retry"},
+    {FindingKind::EmptyCacheInLoop, "empty_cache_in_loop"},
+    {FindingKind::BigLayer, "big_layer"},
+    {FindingKind::ModelPerStep, "model_per_step"},
     {FindingKind::StrandedFreeMemory, "stranded_free_memory"},
     {FindingKind::FragmentedPool, "fragmented_pool"},
     {FindingKind::ReleasableCache, "releasable_cache"},
@@ -95,6 +99,18 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
     list = list || l.pattern == LeakPattern::TensorList;
     other = other || l.pattern == LeakPattern::Unclassified;
   }
+  // A module built anew each step is the leak's cause when every unclassified
+  // leaking site is that module's constructor or build site: name it, not a leak.
+  if (other && d.model_per_step) {
+    bool explained = true;
+    for (const auto& l : d.leaks)
+      if (l.pattern == LeakPattern::Unclassified && l.site != d.model_per_step->site &&
+          l.site != d.model_per_step->constructor)
+        explained = false;
+    if (explained) other = false;
+  }
+  if (d.model_per_step)
+    f.push_back({FindingKind::ModelPerStep, Severity::Warning, d.model_per_step->bytes_per_build, 0});
   if (autograd) f.push_back({FindingKind::LeakAutogradHistory, Severity::Critical, growth, 0});
   if (list) f.push_back({FindingKind::LeakTensorList, Severity::Critical, growth, 0});
   if (other) f.push_back({FindingKind::LeakGrowth, Severity::Warning, growth, 0});
@@ -104,16 +120,33 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
       it.rising_share >= t.growth_rising_share && d.peaks.allocated &&
       double(growth) * double(it.count) > t.growth_share_of_peak * double(d.peaks.allocated->allocated_bytes))
     f.push_back({FindingKind::GrowthUnattributed, Severity::Warning, growth, 0});
-  // One pass that keeps every layer's activations, and no backward to free them.
-  if (d.structure && d.structure->keeps_activations && !d.structure->backward_seen && d.structure->kept_bytes > 0)
+  // How the model is built: a parameter too large for the device.
+  if (d.big_layer)
+    f.push_back({FindingKind::BigLayer, d.memory_pressure ? Severity::Warning : Severity::Info,
+                 d.big_layer->footprint_bytes, 0});
+  // Churn: the allocator emptied its cache to retry cudaMalloc (the job runs at the
+  // edge of memory); the program called empty_cache() again and again.
+  if (d.churn.retries > 0)
+    f.push_back({FindingKind::CacheFlushRetry, Severity::Warning, d.churn.retry_freed_bytes, 0});
+  if (d.churn.empty_cache_calls >= t.empty_cache_min_calls ||
+      (d.churn.empty_cache_calls > 0 && d.churn.reallocations >= t.empty_cache_min_reallocations))
+    f.push_back({FindingKind::EmptyCacheInLoop, Severity::Info, d.churn.empty_cache_returned_bytes, 0});
+  // One pass that keeps every layer's activations, and no backward to free them (and
+  // nothing in the file shows training: a step whose backward never ran is not
+  // evaluation).
+  if (d.structure && d.structure->keeps_activations && !d.structure->backward_seen && d.structure->kept_bytes > 0 &&
+      !d.training)
     f.push_back({FindingKind::ActivationsKeptWithoutBackward, Severity::Info, d.structure->kept_bytes, 0});
-  // The state.
+  // The state: warnings only when memory was tight (an OOM, a flush-and-retry, a peak
+  // near the device's capacity); otherwise the cached memory cost the run nothing.
   const Accounting& a = d.accounting;
   const uint64_t reserved = a.reserved_bytes;
+  const Severity tight = d.memory_pressure ? Severity::Warning : Severity::Info;
   if (passes(a.stranded_bytes, reserved, t.stranded_share, t.stranded_min_bytes))
     f.push_back({FindingKind::StrandedFreeMemory,
-                 double(a.stranded_bytes) >= t.stranded_share_critical * double(reserved) ? Severity::Critical
-                                                                                          : Severity::Warning,
+                 d.memory_pressure && double(a.stranded_bytes) >= t.stranded_share_critical * double(reserved)
+                     ? Severity::Critical
+                     : tight,
                  a.stranded_bytes, 0});
   // The worst fragmented pool, measured on the memory that stays cached after the
   // allocator's own release-and-retry (whole free units go back before an OOM).
@@ -125,7 +158,7 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
         (!worst || p.stranded_bytes > a.pools[*worst].stranded_bytes))
       worst = i;
   }
-  if (worst) f.push_back({FindingKind::FragmentedPool, Severity::Warning, a.pools[*worst].stranded_bytes, *worst});
+  if (worst) f.push_back({FindingKind::FragmentedPool, tight, a.pools[*worst].stranded_bytes, *worst});
   if (passes(a.releasable_bytes, reserved, t.releasable_share, t.releasable_min_bytes))
     f.push_back({FindingKind::ReleasableCache, Severity::Info, a.releasable_bytes, 0});
   if (passes(a.pending_free_bytes, reserved, t.pending_share, t.pending_min_bytes))

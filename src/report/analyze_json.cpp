@@ -31,6 +31,71 @@ Json findings_json(const analysis::DeviceAnalysis& d, const snapshot::AllocatorS
   return arr;
 }
 
+// The most urgent finding: the highest severity, the first raised among equals.
+const analysis::Finding* headline_finding(const analysis::DeviceAnalysis& d) {
+  const analysis::Finding* best = nullptr;
+  for (const auto& f : d.findings)
+    if (!best || f.severity > best->severity) best = &f;
+  return best;
+}
+
+Json verdict_json(const analysis::DeviceAnalysis& d) {
+  const analysis::Finding* f = headline_finding(d);
+  return {{"device", d.device},
+          {"oom", d.ooms.total > 0},
+          {"oom_events", d.ooms.total},
+          {"peak_allocated_bytes", d.peaks.allocated ? Json(d.peaks.allocated->allocated_bytes) : Json()},
+          {"peak_reserved_bytes", d.peaks.reserved ? Json(d.peaks.reserved->bytes) : Json()},
+          {"reserved_bytes", d.accounting.reserved_bytes},
+          {"memory_pressure", d.memory_pressure},
+          {"training", d.training},
+          {"finding", f ? Json(analysis::to_string(f->kind)) : Json()},
+          {"severity", f ? Json(analysis::to_string(f->severity)) : Json()}};
+}
+
+Json churn_json(const analysis::Churn& c) {
+  Json retry_sites = Json::array(), calls = Json::array();
+  for (const auto& r : c.retry_sites)
+    retry_sites.push_back({{"site", r.site},
+                           {"retries", r.retries},
+                           {"freed_bytes", r.freed_bytes},
+                           {"largest_request_bytes", r.largest_request_bytes}});
+  for (const auto& e : c.empty_cache_sites)
+    calls.push_back(
+        {{"site", e.site}, {"calls", e.calls}, {"returned_bytes", e.returned_bytes}, {"segments", e.segments}});
+  return {{"cache_flush_retries", c.retries},
+          {"cache_flush_retry_freed_bytes", c.retry_freed_bytes},
+          {"cache_flush_retry_segments", c.retry_segments},
+          {"cache_flush_retry_largest_bytes", c.retry_largest_burst_bytes},
+          {"cache_flush_retry_sites", std::move(retry_sites)},
+          {"empty_cache_calls", c.empty_cache_calls},
+          {"empty_cache_returned_bytes", c.empty_cache_returned_bytes},
+          {"empty_cache_segments", c.empty_cache_segments},
+          {"empty_cache_reallocations", c.reallocations},
+          {"empty_cache_reallocated_bytes", c.reallocated_bytes},
+          {"empty_cache_sites", std::move(calls)}};
+}
+
+Json big_layer_json(const analysis::BigLayer& b) {
+  return {{"site", b.site},
+          {"event_index", b.event},
+          {"weight_bytes", b.weight_bytes},
+          {"multiple", b.multiple},
+          {"footprint_bytes", b.footprint_bytes},
+          {"share_of", b.of_device ? "device" : "peak"},
+          {"share_base_bytes", b.base_bytes},
+          {"other_parameters_bytes", b.other_parameters_bytes}};
+}
+
+Json model_per_step_json(const analysis::ModelPerStep& m) {
+  return {{"site", m.site},
+          {"constructor", m.constructor.empty() ? Json() : Json(m.constructor)},
+          {"builds", m.builds},
+          {"bytes_per_build", m.bytes_per_build},
+          {"total_bytes", m.total_bytes},
+          {"still_allocated_bytes", m.still_allocated_bytes}};
+}
+
 void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
   const auto& t = a.trace;
   Json trace = {{"entries", t.entries}, {"first_time_us", opt(t.first_time_us)}, {"last_time_us", opt(t.last_time_us)}};
@@ -278,10 +343,20 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
     if (a.fits) d["fits"] = detail::fits_json(*a.fits);
     detail::add_trace_json(d, a);
     detail::add_oom_json(d, a);
+    d["verdict"] = detail::verdict_json(a);
+    d["churn"] = detail::churn_json(a.churn);
+    d["big_layer"] = a.big_layer ? detail::big_layer_json(*a.big_layer) : Json();
+    d["model_per_step"] = a.model_per_step ? detail::model_per_step_json(*a.model_per_step) : Json();
     d["findings"] = detail::findings_json(a, snap.settings);
     devices.push_back(std::move(d));
   }
   doc["devices"] = std::move(devices);
+  // one verdict per used device, the failing ones first (as the text report's summary)
+  Json verdicts = Json::array();
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& a : result.devices)
+      if (!a.unused && (a.ooms.total > 0) == (pass == 0)) verdicts.push_back(detail::verdict_json(a));
+  doc["device_verdicts"] = std::move(verdicts);
   Json warnings = Json::array();
   for (const auto& w : snap.warnings) warnings.push_back(w);
   for (const auto& w : result.warnings) warnings.push_back(w);

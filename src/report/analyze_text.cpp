@@ -46,7 +46,7 @@ void unused_line(std::ostream& out, const std::vector<int>& idx) {
     text += (text.empty() ? "" : ", ") + std::to_string(idx[i]) + (j > i ? "-" + std::to_string(idx[j]) : "");
     i = j + 1;
   }
-  out << (idx.size() == 1 ? "device " : "devices ") << text << ": unused (no segments and no trace events)\n";
+  out << (idx.size() == 1 ? "device " : "devices ") << text << ": unused (no segments and no allocator events)\n";
 }
 
 void totals_block(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style) {
@@ -124,7 +124,33 @@ void write_analyze_text(std::ostream& out, const Source& src, const analysis::An
   const char* reset = style.color ? "\033[0m" : "";
   std::vector<int> unused;
   bool first = true;
-  for (const auto& d : result.devices) {
+  // More than one used device: a line each first, and the failing ones printed first.
+  std::vector<const analysis::DeviceAnalysis*> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& d : result.devices)
+      if (d.unused || (d.ooms.total > 0) == (pass == 0)) {
+        if (pass == 0 || !d.unused) order.push_back(&d);
+      }
+  size_t used = 0;
+  for (const auto& d : result.devices) used += d.unused ? 0 : 1;
+  if (used > 1) {
+    out << bold << "devices" << reset << " (failing first)\n";
+    for (const auto* d : order) {
+      if (d->unused) continue;
+      std::string line = "  device " + std::to_string(d->device) + ": ";
+      line += d->ooms.total > 0 ? "OUT OF MEMORY" + (d->ooms.total > 1 ? " (" + with_commas(d->ooms.total) + " times)"
+                                                                       : std::string())
+                                : std::string("no OOM");
+      if (d->peaks.allocated) line += ", peak " + human_bytes(d->peaks.allocated->allocated_bytes);
+      else line += ", " + human_bytes(d->accounting.allocated_bytes) + " allocated";
+      const analysis::Finding* f = detail::headline_finding(*d);
+      line += f ? std::string("; ") + analysis::to_string(f->kind) : std::string("; no findings");
+      out << line << '\n';
+    }
+    out << '\n';
+  }
+  for (const auto* dp : order) {
+    const auto& d = *dp;
     if (d.unused) {
       unused.push_back(d.device);
       continue;

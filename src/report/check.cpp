@@ -40,6 +40,15 @@ std::string check_limit_text(const CheckLine& l) {
   return human_bytes(l.limit);
 }
 
+// Which pool --max-fragmentation judged, and the floor below which pools are ignored.
+std::string fragmentation_note(const CheckLine& l) {
+  std::string out = l.pool.empty() ? "no pool strands " + human_bytes(l.floor_bytes) + " or more"
+                                   : l.pool + ", stranding " + human_bytes(l.pool_stranded_bytes);
+  out += " (pools stranding less than " + human_bytes(l.floor_bytes) + " are ignored";
+  if (l.pools_ignored) out += ": " + std::to_string(l.pools_ignored) + " here";
+  return out + ")";
+}
+
 std::string check_skip_reason(const CheckLine& l) {
   using analysis::SkipReason;
   auto dropped = [&] {
@@ -101,6 +110,8 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
         << pad_right(skip ? "" : check_limit_text(l), kNum) << ' ' << pad_right(device_text(l.device), kDev) << ' '
         << detail::display_path(l.file, name_w) << '\n';
     if (skip) out << detail::wrap_block(detail::term(check_skip_reason(l), 1000), width, 6);
+    if (l.check == analysis::CheckKind::MaxFragmentation && !skip)
+      out << detail::wrap_block(fragmentation_note(l), width, 6);
   }
   CheckTotals t = check_totals(lines);
   out << t.checks << (t.checks == 1 ? " check: " : " checks: ") << t.passed << " passed, " << t.failed << " failed";
@@ -123,6 +134,10 @@ detail::Json result_json(const CheckLine& l) {
             {"figure", l.ratio ? (skip ? Json(nullptr) : Json(l.figure_ratio)) : detail::opt(l.figure)},
             {"limit", l.ratio ? Json(l.limit_ratio) : Json(l.limit)},
             {"figure_text", check_figure_text(l)},
+            {"pool", l.check == analysis::CheckKind::MaxFragmentation && !l.pool.empty() ? Json(l.pool) : Json()},
+            {"pool_stranded_bytes",
+             l.check == analysis::CheckKind::MaxFragmentation ? Json(l.pool_stranded_bytes) : Json()},
+            {"floor_bytes", l.check == analysis::CheckKind::MaxFragmentation ? Json(l.floor_bytes) : Json()},
             {"limit_text", check_limit_text(l)},
             {"field", l.field}};
   if (skip) r["reason"] = check_skip_reason(l);

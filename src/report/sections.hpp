@@ -50,6 +50,13 @@ void add_trace_json(Json& device, const analysis::DeviceAnalysis& d);
 void add_oom_json(Json& device, const analysis::DeviceAnalysis& d);
 Json findings_json(const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s);
 Json at_json(const analysis::AtPoint& a);
+/// The most urgent finding of a device (highest severity, first raised), or null.
+const analysis::Finding* headline_finding(const analysis::DeviceAnalysis& d);
+/// One device in a line's facts: OOM, peak, the finding that matters.
+Json verdict_json(const analysis::DeviceAnalysis& d);
+Json churn_json(const analysis::Churn& c);
+Json big_layer_json(const analysis::BigLayer& b);
+Json model_per_step_json(const analysis::ModelPerStep& m);
 /// The whole `diff --format json` document.
 Json diff_json(const DiffView& view);
 

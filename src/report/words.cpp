@@ -170,9 +170,87 @@ Words one_pass_words(const Finding& f, const DeviceAnalysis& d) {
   return w;
 }
 
+// ---- churn
+
+Words retry_words(const Churn& c) {
+  Words w;
+  w.message = "cudaMalloc failed " + plural(c.retries, "time", "times") +
+              " and each time the allocator emptied its cache and retried: " + human_bytes(c.retry_freed_bytes) +
+              " in " + plural(c.retry_segments, "cached segment", "cached segments") +
+              " went back to CUDA (the largest flush " + human_bytes(c.retry_largest_burst_bytes) +
+              "), each flush followed at once by a new segment for the request that failed.";
+  if (!c.retry_sites.empty()) {
+    const RetrySite& r = c.retry_sites.front();
+    w.message += " The most from " + r.site + ": " + plural(r.retries, "retry", "retries") + ", requests up to " +
+                 human_bytes(r.largest_request_bytes) + ".";
+  }
+  w.message += " Every flush synchronises the device and frees memory the job needs again: it runs at the edge "
+               "of memory.";
+  w.advice =
+      "Leave headroom: a smaller batch or sequence, or free tensors earlier (`del x` as soon as it is no longer "
+      "needed); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets the cache grow without flushing it.";
+  return w;
+}
+
+Words empty_cache_words(const Churn& c) {
+  Words w;
+  const EmptyCacheSite& top = c.empty_cache_sites.front();
+  w.message = "torch.cuda.empty_cache() is called at " + top.site + ": " + plural(top.calls, "call", "calls") +
+              " returned " + human_bytes(top.returned_bytes) + " (" +
+              plural(top.segments, "segment", "segments") + ") to CUDA";
+  if (c.empty_cache_sites.size() > 1)
+    w.message += "; " + plural(c.empty_cache_calls, "call", "calls") + " in all from " +
+                 plural(c.empty_cache_sites.size(), "site", "sites") + " returned " +
+                 human_bytes(c.empty_cache_returned_bytes);
+  w.message += ", and after the first call the allocator asked CUDA again for " + human_bytes(c.reallocated_bytes) +
+               " (" + plural(c.reallocations, "new segment", "new segments") +
+               "). Each call synchronises the device and the memory is allocated again: it costs time and "
+               "saves nothing.";
+  w.advice =
+      "Remove the empty_cache() call from the loop: PyTorch's cache reuses freed memory without it. Call it "
+      "once, after a phase whose memory another process needs.";
+  return w;
+}
+
+// ---- how the model is built
+
+Words big_layer_words(const BigLayer& b) {
+  Words w;
+  std::string parts = b.multiple >= 4   ? "weight + gradient + Adam's two state tensors"
+                      : b.multiple == 3 ? "weight + gradient + optimizer state"
+                      : b.multiple == 2 ? "weight + gradient"
+                                        : "weight";
+  w.message = "One parameter, constructed at " + b.site + ", holds " + human_bytes(b.weight_bytes) + "; " + parts +
+              " = " + std::to_string(b.multiple) + "x = " + human_bytes(b.footprint_bytes) + ", " +
+              pct(b.footprint_bytes, b.base_bytes) + " of " + (b.of_device ? "the device (" : "the peak (") +
+              human_bytes(b.base_bytes) + "). All other parameters built in the trace hold " +
+              human_bytes(b.other_parameters_bytes) + ".";
+  w.advice =
+      "nn.Linear(m, n) uses O(nm) memory and training needs at least twice that for the gradient: make the "
+      "layer smaller (fewer features, a low-rank factorisation or bottleneck), shard it (FSDP, tensor "
+      "parallel), or use a lighter optimizer state (SGD, 8-bit Adam, Adafactor).";
+  return w;
+}
+
+Words model_per_step_words(const ModelPerStep& m) {
+  Words w;
+  w.message = "A module is built anew " + plural(m.builds, "time", "times") + " at " + m.site +
+              (m.constructor.empty() ? std::string() : " (constructor " + m.constructor + ")") + ": each build " +
+              "allocates " + human_bytes(m.bytes_per_build) + " of parameters, " + human_bytes(m.total_bytes) +
+              " in all, " + human_bytes(m.still_allocated_bytes) + " of it still allocated at the dump.";
+  w.advice =
+      "Build the module once, before the loop (in the parent's __init__, not in forward or the step), and "
+      "reuse it; if a fresh module each step is intended, drop the old one (`del`) before building the next.";
+  return w;
+}
+
 // ---- the allocator's state at the dump
 
-Words stranded_words(const Accounting& a, bool expandable) {
+constexpr const char* kNoPressure =
+    "None needed while the job fits: it neither ran out of memory nor came near its device's capacity, so "
+    "this cached memory cost it nothing.";
+
+Words stranded_words(const Accounting& a, bool expandable, bool pressure) {
   Words w;
   w.message = human_bytes(a.stranded_bytes) + " (" + pct(a.stranded_bytes, a.reserved_bytes) +
               " of reserved memory) is stranded: free blocks in " +
@@ -187,15 +265,17 @@ Words stranded_words(const Accounting& a, bool expandable) {
                  "; the most from " + top.site + ": " + plural(top.blocks, "block", "blocks") + " of " +
                  human_bytes(top.live_bytes) + " strand " + human_bytes(top.stranded_bytes) + ".";
   }
-  w.advice = expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
-                              std::string(kFreeEarlier) + "."
-                        : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "
-                          "page by page instead of being cached split); or " +
-                              std::string(kFreeEarlier) + ".";
+  w.advice = !pressure  ? std::string(kNoPressure)
+             : expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
+                                std::string(kFreeEarlier) + "."
+                          : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "
+                            "page by page instead of being cached split); or " +
+                                std::string(kFreeEarlier) + ".";
   return w;
 }
 
-Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapshot::AllocatorSettings& settings) {
+Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapshot::AllocatorSettings& settings,
+                            bool pressure) {
   Words w;
   char frag[16];
   std::snprintf(frag, sizeof frag, "%.2f", p.fragmentation);
@@ -205,7 +285,9 @@ Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapsho
               human_bytes(p.largest_stranded_block_bytes) + " (fragmentation " + frag +
               "): a request above that size on this stream needs new memory from CUDA "
               "even though the cache holds more bytes in total.";
-  if (expandable)
+  if (!pressure)
+    w.advice = kNoPressure;
+  else if (expandable)
     w.advice =
         "Expandable segments are on, so the holes lie between allocated blocks: allocate long-lived "
         "tensors before short-lived ones so they do not interleave, and " +
@@ -215,18 +297,28 @@ Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapsho
                "; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids this fragmentation altogether.";
   else
     w.advice =
-        "Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N (blocks of N MiB or more are then never split, "
-        "so they stay whole for large requests), or expandable_segments:True, which avoids this "
-        "fragmentation altogether.";
+        "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which avoids this fragmentation altogether; "
+        "before PyTorch 2.1, max_split_size_mb:N (blocks of N MiB or more are then never split, so they "
+        "stay whole for large requests).";
   return w;
+}
+
+// " (6 whole segments)", or " (6 whole segments, 58.2 GiB, and free pages of 19.8 GiB
+// in 1 segment that still holds allocated blocks)".
+std::string releasable_where(const Accounting& a) {
+  std::string whole = a.releasable_segments ? plural(a.releasable_segments, "whole segment", "whole segments") : "";
+  if (!a.releasable_partial_bytes) return whole.empty() ? "" : " (" + whole + ")";
+  std::string partial = "free pages of " + human_bytes(a.releasable_partial_bytes) + " in " +
+                        plural(a.releasable_partial_segments, "segment", "segments") +
+                        " that still hold allocated blocks";
+  if (whole.empty()) return " (" + partial + ")";
+  return " (" + whole + ", " + human_bytes(a.releasable_whole_bytes) + ", and " + partial + ")";
 }
 
 Words releasable_words(const Accounting& a) {
   Words w;
   w.message = human_bytes(a.releasable_bytes) + " (" + pct(a.releasable_bytes, a.reserved_bytes) +
-              " of reserved memory) is cached but holds no allocated block" +
-              (a.releasable_segments ? " (" + plural(a.releasable_segments, "whole segment", "whole segments") + ")"
-                                     : std::string()) +
+              " of reserved memory) is cached but holds no allocated block" + releasable_where(a) +
               ". PyTorch reuses it without a new cudaMalloc, so it is not a leak, but nvidia-smi and other "
               "processes see it as used.";
   w.advice =
@@ -438,8 +530,13 @@ Words finding_words(const Finding& f, const DeviceAnalysis& d, const snapshot::A
     case FindingKind::GrowingWithInput:
     case FindingKind::GrowthUnattributed: return growth_words(f, d);
     case FindingKind::ActivationsKeptWithoutBackward: return one_pass_words(f, d);
-    case FindingKind::StrandedFreeMemory: return stranded_words(a, expandable);
-    case FindingKind::FragmentedPool: return fragmented_pool_words(a.pools[f.index], expandable, settings);
+    case FindingKind::StrandedFreeMemory: return stranded_words(a, expandable, d.memory_pressure);
+    case FindingKind::FragmentedPool:
+      return fragmented_pool_words(a.pools[f.index], expandable, settings, d.memory_pressure);
+    case FindingKind::CacheFlushRetry: return retry_words(d.churn);
+    case FindingKind::EmptyCacheInLoop: return empty_cache_words(d.churn);
+    case FindingKind::BigLayer: return big_layer_words(*d.big_layer);
+    case FindingKind::ModelPerStep: return model_per_step_words(*d.model_per_step);
     case FindingKind::ReleasableCache: return releasable_words(a);
     case FindingKind::PendingFree: return pending_free_words(a);
     case FindingKind::TraceInconsistent: return trace_words(d);
@@ -548,6 +645,10 @@ std::string dropped_events_words(const analysis::TraceSummary& t, const snapshot
              with_commas(static_cast<uint64_t>(settings.trace_alloc_max_entries.value_or(0))) +
              ") entries: its ring buffer is full and older events were dropped";
     case DroppedEvents::OneEntry:
+      // 2.1+ keys (allocator_settings, time_us) mean the default was not the cause
+      if (settings.present || t.first_time_us)
+        return "the trace is one entry after earlier allocations: recording kept a ring buffer of one entry "
+               "(trace_alloc_max_entries=1), so older events are not in the file";
       return "the trace is one entry after earlier allocations: the one-event ring buffer PyTorch 2.0 keeps by default "
              "(_record_memory_history(True), trace_alloc_max_entries=1), so older events are not in the file";
   }

@@ -69,6 +69,14 @@ gen train_gz.pickle.gz      "${small[@]}" --scenario train --steps 5
 gen train_zst.pickle        "${small[@]}" --scenario train --steps 5
 zstd -q -f --rm "$out/train_zst.pickle"
 sed -i 's/^train_zst\.pickle\t\(.*\)$/train_zst.pickle.zst\t\1 (then: zstd -q --rm)/' "$manifest"
+# The anti-patterns and churn findings (issue 36): empty_cache() each step on two
+# devices, one layer too large, a module built anew each step.
+gen empty_cache.pickle      --seed 1 --layers 2 --width 512 --batch 2 --seq 128 --scenario train --steps 5 \
+                            --empty-cache-each-step --devices 2
+gen big_layer.pickle        "${small[@]}" --scenario train --steps 5 --big-layer-mib 64
+gen model_per_step.pickle   "${small[@]}" --scenario train --steps 6 --model-per-step 8
+# A cache flush-and-retry near capacity (not snapgen: written by hand, not in the manifest).
+"$PYTHON" "$here/make_retry_fixture.py"
 
 # Sanity: every manifest entry exists, truth beside it, sizes small.
 total=0

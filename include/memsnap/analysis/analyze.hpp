@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "memsnap/analysis/accounting.hpp"
+#include "memsnap/analysis/antipatterns.hpp"
+#include "memsnap/analysis/churn.hpp"
 #include "memsnap/analysis/findings.hpp"
 #include "memsnap/analysis/fits.hpp"
 #include "memsnap/analysis/iterations.hpp"
@@ -89,6 +91,16 @@ struct DeviceAnalysis {
   std::vector<Leak> leaks;
   std::vector<GrowingSite> growing;
   OomResult ooms;
+  Churn churn;                                // segment frees: flush-and-retry, empty_cache() calls
+  std::optional<BigLayer> big_layer;          // one parameter too large for the device
+  std::optional<ModelPerStep> model_per_step;  // a module built anew in the loop
+  /// The file shows training (backward or optimizer frames, a train-named caller, an
+  /// OOM on another device).
+  bool training = false;
+  /// The device ran out of memory, the allocator emptied its cache to retry cudaMalloc,
+  /// or the peak reserved came within FindingThresholds::pressure_share of a known capacity.
+  bool memory_pressure = false;
+  std::optional<uint64_t> capacity_bytes;  // --capacity, or what an OOM event tells
   std::optional<Timeline> timeline;
   std::optional<DevicePage> page;  // with AnalyzeOptions::page
   std::vector<Finding> findings;   // most urgent first

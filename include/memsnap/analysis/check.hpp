@@ -8,6 +8,8 @@
 //                 the events a ring buffer dropped (DroppedEvents: only a peak above the
 //                 limit, or an OOM still in the trace, is a finding there)
 //   worst pool    --max-fragmentation judges the highest fragmentation of the device's pools
+//                 that strand at least kFragmentationFloorBytes (a small pool stranding a
+//                 few MiB is no reason to fail a job); the line names the pool
 //   devices       the devices with segments or trace events; every device when none has any
 //   --max-peak    the trace's allocated peak, or allocated at the dump without a trace
 #pragma once
@@ -20,6 +22,9 @@
 #include "memsnap/analysis/analyze.hpp"
 
 namespace memsnap::analysis {
+
+/// --max-fragmentation ignores pools that strand less than this.
+inline constexpr uint64_t kFragmentationFloorBytes = 32ull << 20;
 
 /// The checks, in the order they are made and printed.
 enum class CheckKind { MaxReserved, MaxAllocated, MaxPeak, MaxFragmentation, MaxStranded, NoLeaks, NoOom };
@@ -63,6 +68,12 @@ struct CheckLine {
   uint64_t limit = 0;
   double figure_ratio = 0, limit_ratio = 0;
   std::string field;  // the analyze JSON field the figure is
+  // max-fragmentation: the pool judged ("large pool, stream 0"; "" when none passes the
+  // floor), its stranded bytes, and the pools below the floor it ignored
+  std::string pool;
+  uint64_t pool_stranded_bytes = 0;
+  uint64_t floor_bytes = 0;
+  size_t pools_ignored = 0;
   SkipReason skip = SkipReason::None;
   uint64_t skipped_figure = 0;                     // PeakWithinDroppedTrace: the trace's peak
   TraceSummary trace;                              // PeakWithinDroppedTrace, OomsDropped: what was dropped

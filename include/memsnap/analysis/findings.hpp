@@ -30,6 +30,12 @@ enum class FindingKind : uint8_t {
   GrowthUnattributed,
   // one pass
   ActivationsKeptWithoutBackward,
+  // churn: memory returned to CUDA only to be asked for again
+  CacheFlushRetry,
+  EmptyCacheInLoop,
+  // how the model is built
+  BigLayer,
+  ModelPerStep,
   // the state
   StrandedFreeMemory,
   FragmentedPool,
@@ -72,6 +78,13 @@ struct FindingThresholds {
   uint64_t growth_min_iterations = 5;
   double growth_rising_share = 0.7;
   double growth_share_of_peak = 0.05;
+  // memory pressure: without an OOM, a cache flush-and-retry, or a peak reserved within
+  // this share of a known device capacity, state findings are info, never warnings
+  double pressure_share = 0.90;
+  // empty_cache_in_loop: calls that returned memory, or one call after which the
+  // allocator asked CUDA for this many new segments again
+  uint64_t empty_cache_min_calls = 2;
+  uint64_t empty_cache_min_reallocations = 8;
 };
 
 }  // namespace memsnap::analysis

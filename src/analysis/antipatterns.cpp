@@ -1,0 +1,199 @@
+// The seed documents' two model-building anti-patterns (see antipatterns.hpp).
+#include "memsnap/analysis/antipatterns.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace memsnap::analysis {
+
+namespace {
+
+using snapshot::Action;
+using snapshot::FrameId;
+using snapshot::StackId;
+
+bool ends_with(std::string_view s, std::string_view t) {
+  return s.size() >= t.size() && s.substr(s.size() - t.size()) == t;
+}
+bool contains(std::string_view s, std::string_view t) { return s.find(t) != std::string_view::npos; }
+
+// Whether a stack constructs a parameter: torch/nn/parameter.py:__new__, or a
+// torch.nn module's __init__ / reset_parameters.
+class ParameterStacks {
+ public:
+  explicit ParameterStacks(const snapshot::Snapshot& snap) : snap_(snap) {}
+  bool operator()(StackId s) {
+    auto it = memo_.find(s.v);
+    if (it != memo_.end()) return it->second;
+    bool yes = false;
+    for (FrameId f : snap_.stacks[s]) {
+      const snapshot::Frame& fr = snap_.frames[f];
+      std::string_view file = snap_.strings[fr.filename];
+      std::string_view name = snap_.strings[fr.name];
+      if ((ends_with(file, "nn/parameter.py") && name == "__new__") ||
+          (contains(file, "torch/nn/modules/") && (name == "__init__" || name == "reset_parameters"))) {
+        yes = true;
+        break;
+      }
+    }
+    memo_.emplace(s.v, yes);
+    return yes;
+  }
+
+ private:
+  const snapshot::Snapshot& snap_;
+  std::unordered_map<uint32_t, bool> memo_;
+};
+
+// The loop's line that builds the module: the innermost user frame outside every
+// __init__; `ctor` gets the innermost user __init__ below it.
+std::optional<FrameId> build_site(const Context& ctx, StackId s, std::optional<FrameId>& ctor) {
+  for (FrameId f : ctx.snap.stacks[s]) {
+    const Sites::FrameInfo& fi = ctx.sites.frame_info(f);
+    if (fi.kind != FrameKind::User) continue;
+    if (ctx.snap.strings[ctx.snap.frames[f].name] == "__init__") {
+      if (!ctor) ctor = f;
+      continue;
+    }
+    return f;
+  }
+  return std::nullopt;
+}
+
+bool has_frame(const snapshot::Snapshot& snap, StackId s, FrameId f) {
+  for (FrameId g : snap.stacks[s])
+    if (g == f) return true;
+  return false;
+}
+
+}  // namespace
+
+bool shows_training(const Context& ctx, const snapshot::Device& device) {
+  std::vector<bool> seen(ctx.snap.stacks.size(), false);
+  auto check = [&](StackId s) {
+    if (s.v >= seen.size() || seen[s.v]) return false;
+    seen[s.v] = true;
+    const StackTraits& t = ctx.sites.traits(s);
+    if (t.backward || t.optimizer) return true;
+    for (FrameId f : ctx.snap.stacks[s]) {
+      if (ctx.sites.frame_info(f).kind != FrameKind::User) continue;
+      std::string name(ctx.snap.strings[ctx.snap.frames[f].name]);
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+      if (contains(name, "train")) return true;
+    }
+    return false;
+  };
+  const snapshot::Trace& tr = device.trace;
+  for (size_t i = 0; i < tr.size(); ++i)
+    if (check(tr.stack_at(i))) return true;
+  for (const auto& b : device.blocks)
+    if (check(b.stack)) return true;
+  return false;
+}
+
+std::optional<BigLayer> find_big_layer(const Context& ctx, const snapshot::Device& device, uint64_t peak_allocated,
+                                       std::optional<uint64_t> capacity, const AntiPatternThresholds& t) {
+  ParameterStacks is_param(ctx.snap);
+  const snapshot::Trace& tr = device.trace;
+  const auto actions = tr.actions();
+  std::optional<uint32_t> best;
+  uint64_t all_params = 0;
+  bool backward = false, adam = false, optimizer = false;
+  std::vector<bool> looked(ctx.snap.stacks.size(), false);
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i] != Action::Alloc) continue;
+    StackId s = tr.stack_at(i);
+    if (s.v < looked.size() && !looked[s.v]) {
+      looked[s.v] = true;
+      const StackTraits& tt = ctx.sites.traits(s);
+      backward = backward || tt.backward;
+      if (tt.optimizer) {
+        optimizer = true;
+        for (FrameId f : ctx.snap.stacks[s])
+          if (contains(ctx.snap.strings[ctx.snap.frames[f].filename], "/optim/adam")) adam = true;
+      }
+    }
+    if (!is_param(s)) continue;
+    all_params += tr.size_at(i);
+    if (!best || tr.size_at(i) > tr.size_at(*best)) best = uint32_t(i);
+  }
+  if (!best) return std::nullopt;
+  BigLayer b;
+  b.event = *best;
+  b.weight_bytes = tr.size_at(*best);
+  b.multiple = 1 + (backward ? 1 : 0) + (adam ? 2 : optimizer ? 1 : 0);
+  b.footprint_bytes = b.weight_bytes * b.multiple;
+  b.other_parameters_bytes = all_params - b.weight_bytes;
+  b.site = ctx.sites.site(tr.stack_at(*best));
+  if (b.weight_bytes < t.big_layer_min_bytes) return std::nullopt;
+  // the share of the peak, or of the device when its size is known and the peak is not
+  b.base_bytes = peak_allocated;
+  if (b.base_bytes == 0 && capacity) {
+    b.base_bytes = *capacity;
+    b.of_device = true;
+  }
+  if (b.base_bytes == 0 || double(b.footprint_bytes) < t.big_layer_share * double(b.base_bytes)) return std::nullopt;
+  // one layer, not the model: the other parameters together are smaller than it
+  if (b.other_parameters_bytes >= b.weight_bytes) return std::nullopt;
+  return b;
+}
+
+std::optional<ModelPerStep> find_model_per_step(const Context& ctx, const snapshot::Device& device,
+                                                const AntiPatternThresholds& t) {
+  ParameterStacks is_param(ctx.snap);
+  const snapshot::Trace& tr = device.trace;
+  const auto actions = tr.actions();
+  struct Site {
+    std::optional<FrameId> ctor;
+    std::vector<uint64_t> builds;  // bytes of each run
+    bool open = false;
+  };
+  std::map<uint32_t, Site> sites;  // by the build site's frame
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i] != Action::Alloc) continue;
+    StackId s = tr.stack_at(i);
+    std::optional<FrameId> ctor, where;
+    const bool param = is_param(s);
+    if (param) where = build_site(ctx, s, ctor);
+    // a run of one site's parameter allocations ends at an allocation that is neither
+    // a parameter nor made under the site (a buffer its __init__ registers is)
+    if (!param)
+      for (auto& [frame, st] : sites)
+        if (st.open && !has_frame(ctx.snap, s, FrameId{frame})) st.open = false;
+    if (!where) continue;
+    Site& st = sites[where->v];
+    if (!st.ctor) st.ctor = ctor;
+    if (!st.open) {
+      st.builds.push_back(0);
+      st.open = true;
+    }
+    st.builds.back() += tr.size_at(i);
+  }
+  std::optional<ModelPerStep> best;
+  for (auto& [frame, st] : sites) {
+    if (st.builds.size() < t.model_min_builds) continue;
+    if (best && st.builds.size() <= best->builds) continue;
+    ModelPerStep m;
+    m.site = ctx.sites.frame_string(FrameId{frame});
+    if (st.ctor) m.constructor = ctx.sites.frame_string(*st.ctor);
+    m.builds = st.builds.size();
+    for (uint64_t b : st.builds) m.total_bytes += b;
+    std::vector<uint64_t> sorted = st.builds;
+    std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+    m.bytes_per_build = sorted[sorted.size() / 2];
+    for (const auto& b : device.blocks) {
+      if (b.state != snapshot::BlockState::ActiveAllocated || !is_param(b.stack)) continue;
+      std::optional<FrameId> c;
+      std::optional<FrameId> w = build_site(ctx, b.stack, c);
+      if (w && w->v == frame) m.still_allocated_bytes += b.requested_size;
+    }
+    best = std::move(m);
+  }
+  return best;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# Issue 36's findings against the fixtures built for them, with figures from snapgen's
+# .truth.json (or the hand-written retry fixture's): empty_cache_in_loop (call site, calls
+# per device), cache_flush_retry (retries, bytes, segments, request, site), big_layer (site,
+# weight, footprint), model_per_step (loop site, constructor, bytes per step); and none of
+# them on any other snapgen fixture. Also: a training file never gets the no_grad advice,
+# no WARNING on a run with no memory pressure, many devices open with a line each, failing
+# first, and `check --max-fragmentation` names the pool it judged.
+import json
+
+from clitest import check, finish, run, snap
+
+NEW = {"empty_cache_in_loop", "cache_flush_retry", "big_layer", "model_per_step"}
+
+
+def analyze(path, *extra):
+    rc, out, err = run(["analyze", "--format", "json"] + list(extra) + [path])
+    check("analyze %s" % path, rc == 0, "exit %d: %s" % (rc, err))
+    return json.loads(out) if rc == 0 else {"devices": []}
+
+
+def kinds(doc, dev=0):
+    return [f["kind"] for f in doc["devices"][dev]["findings"]]
+
+
+def truth(name):
+    with open(snap(name + ".truth.json")) as fh:
+        return json.load(fh)
+
+
+# empty_cache() each step, on two devices
+t = truth("empty_cache")["empty_cache"]
+doc = analyze(snap("empty_cache.pickle"))
+for d in doc["devices"]:
+    c = d["churn"]
+    check("empty_cache calls dev%d" % d["device"], c["empty_cache_calls"] == t["calls_per_device"],
+          "%d calls, truth %d" % (c["empty_cache_calls"], t["calls_per_device"]))
+    check("empty_cache site dev%d" % d["device"], [s["site"] for s in c["empty_cache_sites"]] == [t["site"]],
+          str(c["empty_cache_sites"]))
+    check("empty_cache finding dev%d" % d["device"], "empty_cache_in_loop" in [f["kind"] for f in d["findings"]],
+          str([f["kind"] for f in d["findings"]]))
+    check("empty_cache no retry dev%d" % d["device"], c["cache_flush_retries"] == 0, str(c))
+    f = [f for f in d["findings"] if f["kind"] == "empty_cache_in_loop"]
+    if f:
+        check("empty_cache words", "costs time and saves nothing" in f[0]["message"] and t["site"] in f[0]["message"],
+              f[0]["message"])
+        check("empty_cache severity", f[0]["severity"] == "info", f[0]["severity"])
+        check("empty_cache bytes", f[0]["bytes"] == c["empty_cache_returned_bytes"], str(f[0]))
+
+# the hand-written flush-and-retry near capacity
+t = truth("retry")["cache_flush_retry"]
+doc = analyze(snap("retry.pickle"))
+c = doc["devices"][0]["churn"]
+check("retry count", c["cache_flush_retries"] == t["retries"], str(c))
+check("retry bytes", c["cache_flush_retry_freed_bytes"] == t["freed_bytes"], str(c))
+check("retry segments", c["cache_flush_retry_segments"] == t["segments"], str(c))
+check("retry site", c["cache_flush_retry_sites"] and c["cache_flush_retry_sites"][0]["site"] == t["site"] and
+      c["cache_flush_retry_sites"][0]["largest_request_bytes"] == t["request_bytes"], str(c))
+check("retry finding", kinds(doc) == ["cache_flush_retry"], str(kinds(doc)))
+check("retry is pressure", doc["devices"][0]["verdict"]["memory_pressure"], str(doc["devices"][0]["verdict"]))
+
+# one layer too large
+t = truth("big_layer")["big_layer"]
+doc = analyze(snap("big_layer.pickle"))
+b = doc["devices"][0]["big_layer"]
+check("big_layer found", b is not None, "null")
+if b:
+    check("big_layer site", b["site"] == t["site"], b["site"])
+    check("big_layer weight", b["weight_bytes"] == t["weight_bytes"], str(b))
+    check("big_layer footprint", b["footprint_bytes"] == t["footprint_bytes"] and b["multiple"] == 4, str(b))
+check("big_layer finding", "big_layer" in kinds(doc), str(kinds(doc)))
+
+# a module built anew each step
+t = truth("model_per_step")
+m_truth = t["model_per_step"]
+doc = analyze(snap("model_per_step.pickle"))
+m = doc["devices"][0]["model_per_step"]
+check("model_per_step found", m is not None, "null")
+if m:
+    check("model_per_step site", m["site"] == m_truth["site"], m["site"])
+    check("model_per_step constructor", m["constructor"] == m_truth["constructor"], str(m["constructor"]))
+    check("model_per_step bytes", m["bytes_per_build"] == m_truth["bytes_per_step_per_device"], str(m))
+    check("model_per_step builds", m["builds"] == t["steps"], str(m))
+check("model_per_step finding first", kinds(doc)[:1] == ["model_per_step"], str(kinds(doc)))
+check("model_per_step not a leak", "leak_growth" not in kinds(doc), str(kinds(doc)))
+
+# none of them anywhere else
+with open(snap("MANIFEST.tsv")) as fh:
+    fixtures = [line.split("\t")[0] for line in fh]
+for f in fixtures:
+    if f.startswith(("empty_cache", "big_layer", "model_per_step")):
+        continue
+    doc = analyze(snap(f))
+    for d in doc["devices"]:
+        got = NEW & {x["kind"] for x in d["findings"]}
+        # snapgen's own allocator flushes its cache and retries near capacity: only then
+        if got == {"cache_flush_retry"} and d["churn"]["cache_flush_retries"] > 0:
+            continue
+        check("no new finding on %s dev%d" % (f, d["device"]), not got, str(got))
+        v = d["verdict"]
+        if not v["memory_pressure"]:
+            sev = [x["kind"] for x in d["findings"] if x["severity"] == "warning" and not x["kind"].startswith("leak")
+                   and x["kind"] not in ("growth_unattributed", "growing_with_input", "trace_inconsistent")]
+            check("no state warning without pressure on %s" % f, not sev, str(sev))
+
+# many devices: a line each, failing first; JSON verdicts in the same order
+rc, out, err = run(["analyze", snap("empty_cache.pickle")])
+lines = out.splitlines()
+i = lines.index("devices (failing first)") if "devices (failing first)" in lines else -1
+check("devices summary", i >= 0 and lines[i + 1].startswith("  device 0: no OOM, peak ") and
+      lines[i + 2].startswith("  device 1: no OOM"), "\n".join(lines[:12]))
+check("devices summary 80 columns", all(len(l) <= 80 for l in lines), "")
+rc, out, err = run(["analyze", snap("train.pickle")])
+check("one device: no summary", "devices (failing first)" not in out, "")
+
+# check --max-fragmentation names the pool and states its floor
+rc, out, err = run(["check", "--max-fragmentation", "0.9", snap("frag.pickle")])
+check("check names pool", "pool, stream" in out or "no pool strands" in out, out)
+check("check states floor", "pools stranding less than 32.00 MiB are ignored" in " ".join(out.split()), out)
+rc, out, err = run(["check", "--format", "json", "--max-fragmentation", "0.9", snap("frag.pickle")])
+check("check json floor", '"floor_bytes": 33554432' in out or '"floor_bytes":33554432' in out, out[:400])
+
+finish()
