@@ -141,8 +141,8 @@ static void judge_habits(const Context& ctx, const snapshot::Device& d, const An
         break;
       }
   }
-  out.big_layer = find_big_layer(ctx, d, out.peaks.allocated ? out.peaks.allocated->allocated_bytes : 0,
-                                 out.capacity_bytes);
+  out.big_layer =
+      find_big_layer(ctx, d, out.peaks.allocated ? out.peaks.allocated->allocated_bytes : 0, out.capacity_bytes);
   out.model_per_step = find_model_per_step(ctx, d);
 }
 
@@ -155,9 +155,8 @@ struct Analyzer {
     out.device = d.index;
     out.dumped_ = &d;
     // unused: nothing reserved and no allocator event (a lone `snapshot` marker is none)
-    out.unused = d.segments.empty() && std::all_of(d.trace.actions().begin(), d.trace.actions().end(), [](auto a) {
-                   return a == snapshot::Action::Snapshot;
-                 });
+    out.unused = d.segments.empty() && std::all_of(d.trace.actions().begin(), d.trace.actions().end(),
+                                                   [](auto a) { return a == snapshot::Action::Snapshot; });
     out.trace = summarize_trace(d);
     out.trace.window_starts_mid_run = !d.segments.empty();  // without a trace, anything dumped predates it
     std::optional<uint32_t> at = resolve_at(o, d);

@@ -19,7 +19,9 @@ using snapshot::StackId;
 bool ends_with(std::string_view s, std::string_view t) {
   return s.size() >= t.size() && s.substr(s.size() - t.size()) == t;
 }
-bool contains(std::string_view s, std::string_view t) { return s.find(t) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view t) {
+  return s.find(t) != std::string_view::npos;
+}
 
 // Whether a stack constructs a parameter: torch/nn/parameter.py:__new__, or a
 // torch.nn module's __init__ / reset_parameters.

@@ -25,8 +25,12 @@ bool ends_with(std::string_view s, std::string_view t) {
   return s.size() >= t.size() && s.substr(s.size() - t.size()) == t;
 }
 
-bool segment_release(Action a) { return a == Action::SegmentFree || a == Action::SegmentUnmap; }
-bool segment_grant(Action a) { return a == Action::SegmentAlloc || a == Action::SegmentMap; }
+bool segment_release(Action a) {
+  return a == Action::SegmentFree || a == Action::SegmentUnmap;
+}
+bool segment_grant(Action a) {
+  return a == Action::SegmentAlloc || a == Action::SegmentMap;
+}
 
 }  // namespace
 

@@ -126,8 +126,7 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
                  d.big_layer->footprint_bytes, 0});
   // Churn: the allocator emptied its cache to retry cudaMalloc (the job runs at the
   // edge of memory); the program called empty_cache() again and again.
-  if (d.churn.retries > 0)
-    f.push_back({FindingKind::CacheFlushRetry, Severity::Warning, d.churn.retry_freed_bytes, 0});
+  if (d.churn.retries > 0) f.push_back({FindingKind::CacheFlushRetry, Severity::Warning, d.churn.retry_freed_bytes, 0});
   if (d.churn.empty_cache_calls >= t.empty_cache_min_calls ||
       (d.churn.empty_cache_calls > 0 && d.churn.reallocations >= t.empty_cache_min_reallocations))
     f.push_back({FindingKind::EmptyCacheInLoop, Severity::Info, d.churn.empty_cache_returned_bytes, 0});

@@ -141,8 +141,10 @@ void write_analyze_text(std::ostream& out, const Source& src, const analysis::An
       line += d->ooms.total > 0 ? "OUT OF MEMORY" + (d->ooms.total > 1 ? " (" + with_commas(d->ooms.total) + " times)"
                                                                        : std::string())
                                 : std::string("no OOM");
-      if (d->peaks.allocated) line += ", peak " + human_bytes(d->peaks.allocated->allocated_bytes);
-      else line += ", " + human_bytes(d->accounting.allocated_bytes) + " allocated";
+      if (d->peaks.allocated)
+        line += ", peak " + human_bytes(d->peaks.allocated->allocated_bytes);
+      else
+        line += ", " + human_bytes(d->accounting.allocated_bytes) + " allocated";
       const analysis::Finding* f = detail::headline_finding(*d);
       line += f ? std::string("; ") + analysis::to_string(f->kind) : std::string("; no findings");
       out << line << '\n';

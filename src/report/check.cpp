@@ -125,21 +125,21 @@ namespace {
 detail::Json result_json(const CheckLine& l) {
   using detail::Json;
   bool skip = l.status == CheckStatus::Skip;
-  Json r = {{"file", l.file},
-            {"device", detail::opt(l.device)},
-            {"check", analysis::to_string(l.check)},
-            {"status", l.status == CheckStatus::Pass   ? "pass"
-                       : l.status == CheckStatus::Skip ? "skip"
-                                                       : "fail"},
-            {"figure", l.ratio ? (skip ? Json(nullptr) : Json(l.figure_ratio)) : detail::opt(l.figure)},
-            {"limit", l.ratio ? Json(l.limit_ratio) : Json(l.limit)},
-            {"figure_text", check_figure_text(l)},
-            {"pool", l.check == analysis::CheckKind::MaxFragmentation && !l.pool.empty() ? Json(l.pool) : Json()},
-            {"pool_stranded_bytes",
-             l.check == analysis::CheckKind::MaxFragmentation ? Json(l.pool_stranded_bytes) : Json()},
-            {"floor_bytes", l.check == analysis::CheckKind::MaxFragmentation ? Json(l.floor_bytes) : Json()},
-            {"limit_text", check_limit_text(l)},
-            {"field", l.field}};
+  Json r = {
+      {"file", l.file},
+      {"device", detail::opt(l.device)},
+      {"check", analysis::to_string(l.check)},
+      {"status", l.status == CheckStatus::Pass   ? "pass"
+                 : l.status == CheckStatus::Skip ? "skip"
+                                                 : "fail"},
+      {"figure", l.ratio ? (skip ? Json(nullptr) : Json(l.figure_ratio)) : detail::opt(l.figure)},
+      {"limit", l.ratio ? Json(l.limit_ratio) : Json(l.limit)},
+      {"figure_text", check_figure_text(l)},
+      {"pool", l.check == analysis::CheckKind::MaxFragmentation && !l.pool.empty() ? Json(l.pool) : Json()},
+      {"pool_stranded_bytes", l.check == analysis::CheckKind::MaxFragmentation ? Json(l.pool_stranded_bytes) : Json()},
+      {"floor_bytes", l.check == analysis::CheckKind::MaxFragmentation ? Json(l.floor_bytes) : Json()},
+      {"limit_text", check_limit_text(l)},
+      {"field", l.field}};
   if (skip) r["reason"] = check_skip_reason(l);
   return r;
 }

@@ -184,8 +184,9 @@ Words retry_words(const Churn& c) {
     w.message += " The most from " + r.site + ": " + plural(r.retries, "retry", "retries") + ", requests up to " +
                  human_bytes(r.largest_request_bytes) + ".";
   }
-  w.message += " Every flush synchronises the device and frees memory the job needs again: it runs at the edge "
-               "of memory.";
+  w.message +=
+      " Every flush synchronises the device and frees memory the job needs again: it runs at the edge "
+      "of memory.";
   w.advice =
       "Leave headroom: a smaller batch or sequence, or free tensors earlier (`del x` as soon as it is no longer "
       "needed); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets the cache grow without flushing it.";
@@ -196,8 +197,8 @@ Words empty_cache_words(const Churn& c) {
   Words w;
   const EmptyCacheSite& top = c.empty_cache_sites.front();
   w.message = "torch.cuda.empty_cache() is called at " + top.site + ": " + plural(top.calls, "call", "calls") +
-              " returned " + human_bytes(top.returned_bytes) + " (" +
-              plural(top.segments, "segment", "segments") + ") to CUDA";
+              " returned " + human_bytes(top.returned_bytes) + " (" + plural(top.segments, "segment", "segments") +
+              ") to CUDA";
   if (c.empty_cache_sites.size() > 1)
     w.message += "; " + plural(c.empty_cache_calls, "call", "calls") + " in all from " +
                  plural(c.empty_cache_sites.size(), "site", "sites") + " returned " +
@@ -265,7 +266,7 @@ Words stranded_words(const Accounting& a, bool expandable, bool pressure) {
                  "; the most from " + top.site + ": " + plural(top.blocks, "block", "blocks") + " of " +
                  human_bytes(top.live_bytes) + " strand " + human_bytes(top.stranded_bytes) + ".";
   }
-  w.advice = !pressure  ? std::string(kNoPressure)
+  w.advice = !pressure    ? std::string(kNoPressure)
              : expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
                                 std::string(kFreeEarlier) + "."
                           : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "

@@ -254,7 +254,8 @@ try:
     check("check figures == analyze", by["max-reserved"] == an["totals"]["reserved_bytes"] and
           by["max-allocated"] == an["totals"]["allocated_bytes"] and
           by["max-stranded"] == an["fragmentation"]["stranded_bytes"] and
-          by["max-fragmentation"] == max([p["fragmentation"] for p in an["fragmentation"]["pools"]] + [0]) and
+          by["max-fragmentation"] == max([p["fragmentation"] for p in an["fragmentation"]["pools"]
+                                          if p["stranded_bytes"] >= 32 << 20] + [0]) and
           by["no-leaks"] == (len(an["leaks"]) if judged else None) and by["no-oom"] == an["oom_events"],
           (by, an["totals"]))
     # OOM and leaks from the shipped fixtures
@@ -370,7 +371,9 @@ try:
               (want, lines))
     check("fleet text: not judged for OOMs counted", "3 not judged for OOMs" in " ".join(out.split()), out)
     rc, out, _ = run(["analyze", one])
-    check("analyze text names the one-entry buffer", "one-event ring buffer" in " ".join(out.split()) and
+    # a 2.1+ file (allocator_settings): the one-entry buffer, not PyTorch 2.0's default
+    check("analyze text names the one-entry buffer", "ring buffer of one entry" in " ".join(out.split()) and
+          "PyTorch 2.0" not in " ".join(out.split()) and
           "the highest in the trace only: older events were dropped" in " ".join(out.split()) and
           "--oom-size SIZE" in out and all(len(l) <= 80 for l in out.split("\n")), out)
     # an unreadable file: an ERROR line, the others checked, exit 2 (it outranks a failure)

@@ -298,13 +298,20 @@ TEST_CASE("findings: quiet on a healthy model; stranded and fragmented pool on a
   auto f = kinds(*snap);
   REQUIRE(f.size() == 2);
   CHECK(f[0].kind == analysis::FindingKind::StrandedFreeMemory);
-  CHECK(f[0].severity == analysis::Severity::Critical);
+  // no OOM, no flush-and-retry, no capacity known: no memory pressure, so info only
+  CHECK(f[0].severity == analysis::Severity::Info);
   CHECK(f[1].kind == analysis::FindingKind::FragmentedPool);
+  CHECK(f[1].severity == analysis::Severity::Info);
   // The words: the site is named, and a setting already on is never advised.
   for (bool on : {false, true}) {
     auto s = fragmented(on);
     analysis::Context ctx(*s);
-    auto result = analysis::analyze(ctx, {});
+    analysis::AnalyzeOptions opts;
+    opts.oom.capacity = 1000 * MiB;  // the device is full: memory pressure, so warnings and fixes
+    auto result = analysis::analyze(ctx, opts);
+    CHECK(result.devices[0].memory_pressure);
+    REQUIRE(result.devices[0].findings.size() == 2);
+    CHECK(result.devices[0].findings[0].severity == analysis::Severity::Critical);
     snapshot::InputInfo input;
     std::ostringstream out;
     report::write_analyze_json(out, report::Source{input, ctx}, result);

@@ -141,18 +141,18 @@ struct Accounting {
   uint64_t private_held_bytes = 0;
   uint64_t empty_cache_pending_bytes = 0;  // pending bytes empty_cache would also return
   uint64_t largest_free_block_bytes = 0;
-  uint64_t unaccounted_bytes = 0;          // total_size not covered by blocks (0 in a consistent file)
-  uint64_t releasable_segments = 0;        // segments with no allocated block (default pool)
-  uint64_t releasable_whole_bytes = 0;     // ... their releasable bytes
+  uint64_t unaccounted_bytes = 0;            // total_size not covered by blocks (0 in a consistent file)
+  uint64_t releasable_segments = 0;          // segments with no allocated block (default pool)
+  uint64_t releasable_whole_bytes = 0;       // ... their releasable bytes
   uint64_t releasable_partial_segments = 0;  // segments still holding blocks with releasable pages
   uint64_t releasable_partial_bytes = 0;     // ... those pages
-  uint64_t stranding_segments = 0;         // segments with stranded bytes
-  uint64_t pinning_blocks = 0;             // allocated blocks sharing stranded bytes
-  std::vector<SegmentAccount> segments;    // parallel to Device::segments
-  std::vector<PoolAccount> pools;          // by pool, private pool id, stream
-  std::vector<PinningSite> pinning_sites;  // most stranded bytes first
-  std::vector<uint64_t> block_stranded;    // per Device::blocks: its share of stranded bytes
-  std::vector<uint64_t> free_stranded;     // per Device::blocks: a free block's bytes that are stranded
+  uint64_t stranding_segments = 0;           // segments with stranded bytes
+  uint64_t pinning_blocks = 0;               // allocated blocks sharing stranded bytes
+  std::vector<SegmentAccount> segments;      // parallel to Device::segments
+  std::vector<PoolAccount> pools;            // by pool, private pool id, stream
+  std::vector<PinningSite> pinning_sites;    // most stranded bytes first
+  std::vector<uint64_t> block_stranded;      // per Device::blocks: its share of stranded bytes
+  std::vector<uint64_t> free_stranded;       // per Device::blocks: a free block's bytes that are stranded
   std::vector<ClampedBlock> clamped;
 
   /// What torch.cuda.empty_cache() would give back to CUDA now.

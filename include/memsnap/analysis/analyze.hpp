@@ -91,8 +91,8 @@ struct DeviceAnalysis {
   std::vector<Leak> leaks;
   std::vector<GrowingSite> growing;
   OomResult ooms;
-  Churn churn;                                // segment frees: flush-and-retry, empty_cache() calls
-  std::optional<BigLayer> big_layer;          // one parameter too large for the device
+  Churn churn;                                 // segment frees: flush-and-retry, empty_cache() calls
+  std::optional<BigLayer> big_layer;           // one parameter too large for the device
   std::optional<ModelPerStep> model_per_step;  // a module built anew in the loop
   /// The file shows training (backward or optimizer frames, a train-named caller, an
   /// OOM on another device).

@@ -30,22 +30,22 @@ struct BigLayer {
   uint64_t weight_bytes = 0;
   uint32_t multiple = 1;  // weight + gradient + optimizer state, in weights
   uint64_t footprint_bytes = 0;
-  uint64_t base_bytes = 0;  // what the share is of: the peak allocated (or the device)
-  bool of_device = false;   // base_bytes is the device's capacity
+  uint64_t base_bytes = 0;              // what the share is of: the peak allocated (or the device)
+  bool of_device = false;               // base_bytes is the device's capacity
   uint64_t other_parameters_bytes = 0;  // every other parameter constructed in the trace
 };
 
 struct ModelPerStep {
-  std::string site;         // the loop's line that builds the module
-  std::string constructor;  // the user __init__ it runs ("" when the module is torch's own)
-  uint64_t builds = 0;      // separate constructions (runs of parameter allocations)
+  std::string site;              // the loop's line that builds the module
+  std::string constructor;       // the user __init__ it runs ("" when the module is torch's own)
+  uint64_t builds = 0;           // separate constructions (runs of parameter allocations)
   uint64_t bytes_per_build = 0;  // median
   uint64_t total_bytes = 0;
   uint64_t still_allocated_bytes = 0;  // of those parameters, live at the dump
 };
 
 struct AntiPatternThresholds {
-  double big_layer_share = 0.25;             // footprint / peak allocated (or capacity)
+  double big_layer_share = 0.25;               // footprint / peak allocated (or capacity)
   uint64_t big_layer_min_bytes = 32ull << 20;  // the weight itself
   uint64_t model_min_builds = 3;
 };
