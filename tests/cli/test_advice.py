@@ -120,4 +120,18 @@ check("check states floor", "pools stranding less than 32.00 MiB are ignored" in
 rc, out, err = run(["check", "--format", "json", "--max-fragmentation", "0.9", snap("frag.pickle")])
 check("check json floor", '"floor_bytes": 33554432' in out or '"floor_bytes":33554432' in out, out[:400])
 
+# an unused device whose trace is a lone `snapshot` marker: listed as unused, no block
+import os, pickle, tempfile
+with open(snap("retry.pickle"), "rb") as fh:
+    doc = pickle.load(fh)
+doc["device_traces"].append([{"action": "snapshot", "addr": 0, "size": 0, "stream": 0,
+                              "time_us": doc["device_traces"][0][-1]["time_us"] + 1, "frames": []}])
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "marker.pickle")
+    with open(path, "wb") as fh:
+        pickle.dump(doc, fh, protocol=4)
+    rc, out, err = run(["analyze", path])
+    check("lone snapshot marker: unused", rc == 0 and "device 1: unused" in out and "\ndevice 1\n" not in out and
+          "devices (failing first)" not in out, out[-400:] + err)
+
 finish()
