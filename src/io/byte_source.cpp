@@ -150,9 +150,8 @@ bool plausible_start(std::span<const uint8_t> b, bool stored) {
   const uint8_t c = b[0];
   auto next = [&](size_t i, uint8_t v) { return b.size() <= i || b[i] == v; };  // unknown yet: plausible
   if (kPickle.find(char(c)) != std::string_view::npos || kJson.find(char(c)) != std::string_view::npos) return true;
-  if (c == 0x80) return true;                            // PROTO
-  if (c == 0xEF) return next(1, 0xBB) && next(2, 0xBF);  // UTF-8 byte-order mark
-  if (c == 0xFF || c == 0xFE) return next(1, c ^ 1);     // UTF-16/32: named later
+  // PROTO, and the byte-order marks (named later), as pickle::unpickle() takes them.
+  if (c == 0x80 || c == 0xEF || c == 0xFF || c == 0xFE) return true;
   if (!stored) return false;
   if (c == 0x1F) return next(1, 0x8B);                                           // gzip
   if (c == 0x28) return next(1, 0xB5) && next(2, 0x2F) && next(3, 0xFD);         // zstd
