@@ -269,7 +269,9 @@ void add_flame(const Context& ctx, const snapshot::Device& d, Moment m, std::opt
   PageFlame f;
   f.moment = m;
   f.event = event;
-  f.tree = flame_tree(stack_profile(ctx.snap, d));
+  StackOptions o;
+  o.code = ctx.sites.rules();
+  f.tree = flame_tree(stack_profile(ctx.snap, d, o));
   f.nodes_left_out = prune_flame(f.tree, max_nodes);
   out.push_back(std::move(f));
 }

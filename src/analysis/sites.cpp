@@ -1,6 +1,8 @@
 // Frame classification, the noise filter, stack traits and the site of every stack.
 #include "memsnap/analysis/sites.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -60,20 +62,115 @@ bool is_backward_frame(std::string_view file, std::string_view name) {
 
 }  // namespace
 
-FrameKind classify_frame(std::string_view file) {
-  if (file.find('\\') != std::string_view::npos) {  // a Windows path: judge it with forward slashes
-    std::string unix_path(file);
-    std::replace(unix_path.begin(), unix_path.end(), '\\', '/');
-    return classify_frame(std::string_view(unix_path));
+const char* to_string(FrameKind k) {
+  switch (k) {
+    case FrameKind::User: return "user";
+    case FrameKind::Torch: return "torch";
+    case FrameKind::PythonRuntime: return "python";
+    case FrameKind::Native: return "native";
+    case FrameKind::Library: return "library";
   }
+  return "?";
+}
+
+namespace {
+
+// Frameworks that are library code wherever they are installed (an editable install
+// or a vendored copy is not under site-packages): a path component of these names.
+constexpr std::string_view kLibraryDirs[] = {"/lightning/", "/pytorch_lightning/",  "/lightning_fabric/", "/hydra/",
+                                             "/timm/",      "/transformers/",       "/accelerate/",       "/deepspeed/",
+                                             "/omegaconf/", "/lightning_utilities/"};
+
+FrameKind default_kind(std::string_view file) {
   bool python = ends_with(file, ".py") || (file.size() > 1 && file.front() == '<' && file.back() == '>');
   if (!python) return FrameKind::Native;
   if (file.substr(0, 7) == "<frozen") return FrameKind::PythonRuntime;
   if (contains(file, "/torch/") || file.substr(0, 6) == "torch/") return FrameKind::Torch;
-  bool packages = contains(file, "/site-packages/") || contains(file, "/dist-packages/");
-  if (!packages && (contains(file, "/lib/python2") || contains(file, "/lib/python3") || contains(file, "/lib/pypy")))
+  if (contains(file, "/site-packages/") || contains(file, "/dist-packages/")) return FrameKind::Library;
+  if (contains(file, "/lib/python2") || contains(file, "/lib/python3") || contains(file, "/lib/pypy"))
     return FrameKind::PythonRuntime;
+  for (auto dir : kLibraryDirs)
+    if (contains(file, dir) || file.substr(0, dir.size() - 1) == dir.substr(1)) return FrameKind::Library;
   return FrameKind::User;
+}
+
+std::string unix_path(std::string_view file) {
+  std::string p(file);
+  std::replace(p.begin(), p.end(), '\\', '/');
+  return p;
+}
+
+bool any_match(const std::vector<std::string>& globs, std::string_view path) {
+  for (const auto& g : globs)
+    if (path_glob_match(g, path)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool path_glob_match(std::string_view glob, std::string_view path) {
+  std::string g(glob), p = unix_path(path);
+  if (fnmatch(g.c_str(), p.c_str(), 0) == 0) return true;
+  for (size_t slash = p.find('/'); slash != std::string::npos; slash = p.find('/', slash + 1))
+    if (fnmatch(g.c_str(), p.c_str() + slash + 1, 0) == 0) return true;
+  return false;
+}
+
+FrameKind classify_frame(std::string_view file) {
+  if (file.find('\\') != std::string_view::npos) return default_kind(unix_path(file));  // judged with forward slashes
+  return default_kind(file);
+}
+
+FrameKind CodeRules::classify(std::string_view file) const {
+  FrameKind k = classify_frame(file);
+  if (k == FrameKind::Native || empty()) return k;
+  if (any_match(user_code, file)) return FrameKind::User;
+  if (any_match(library, file)) return FrameKind::Library;
+  return k;
+}
+
+bool is_dispatch_frame(std::string_view file, std::string_view name) {
+  if (ends_with(file, ".py"))
+    return (name == "_call_impl" || name == "_wrapped_call_impl") && contains(file, "torch/nn/modules/module.py");
+  if (name.empty() || !autograd_node(name).empty() || contains(name, "AccumulateGrad")) return false;
+  // The function's qualified name, without return type and arguments.
+  std::string_view head = name.substr(0, name.find('('));
+  if (size_t space = head.rfind(' '); space != std::string_view::npos && head.find('<') == std::string_view::npos)
+    head = head.substr(space + 1);
+  if (contains(head, "at::native::") && !allocation_machinery(head)) return false;  // a kernel: names the op
+  static constexpr std::string_view kParts[] = {"c10::",
+                                                "at::",
+                                                "CachingAllocator",
+                                                "Dispatcher",
+                                                "wrap_kernel_functor",
+                                                "torch::autograd::VariableType",
+                                                "torch::ADInplaceOrView",
+                                                "torch::autograd::impl"};
+  for (auto p : kParts)
+    if (contains(head, p)) return true;
+  return false;
+}
+
+std::string library_call_name(std::string_view file, std::string_view name) {
+  std::string p = unix_path(file);
+  std::string_view path = p;
+  size_t start = std::string_view::npos;
+  for (std::string_view marker : {"site-packages/", "dist-packages/"})
+    if (size_t at = path.rfind(marker); at != std::string_view::npos) {
+      start = at + marker.size();
+      break;
+    }
+  if (start == std::string_view::npos)
+    if (size_t at = path.rfind("/torch/"); at != std::string_view::npos) start = at + 1;
+  if (start == std::string_view::npos) start = path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1;
+  std::string_view module = path.substr(start);
+  if (ends_with(module, ".py")) module.remove_suffix(3);
+  if (ends_with(module, "/__init__")) module.remove_suffix(9);
+  std::string out(module);
+  std::replace(out.begin(), out.end(), '/', '.');
+  if (!out.empty()) out += '.';
+  out += name;
+  return out;
 }
 
 bool is_noise_frame(std::string_view file, std::string_view name) {
@@ -118,22 +215,6 @@ std::string autograd_node(std::string_view name) {
   return "";
 }
 
-Sites::Sites(const snapshot::Snapshot& snap) : snap_(snap) {
-  frames_.reserve(snap.frames.size());
-  for (uint32_t f = 0; f < snap.frames.size(); ++f) frames_.push_back(describe_frame(snapshot::FrameId{f}));
-  const size_t n = snap.stacks.size();
-  site_of_stack_.resize(n);
-  traits_.resize(n);
-  site_frame_.assign(n, UINT32_MAX);
-  std::unordered_map<std::string, uint32_t, util::Hasher> index;
-  for (uint32_t i = 0; i < n; ++i) {
-    std::string text = compute_site(snapshot::StackId{i}, traits_[i], site_frame_[i]);
-    auto [it, inserted] = index.try_emplace(std::move(text), static_cast<uint32_t>(names_.size()));
-    if (inserted) names_.push_back(it->first);
-    site_of_stack_[i] = SiteId{it->second};
-  }
-}
-
 // A name from the input, at most kMaxName bytes (the rest elided): labels built from
 // hostile frames stay small however long the strings in the file are.
 static std::string capped(std::string_view s) {
@@ -142,6 +223,62 @@ static std::string capped(std::string_view s) {
   size_t cut = kMaxName;
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 sequences
   return std::string(s.substr(0, cut)) + "...";
+}
+
+Sites::Sites(const snapshot::Snapshot& snap, const CodeRules& rules) : snap_(snap), rules_(rules) {
+  frames_.reserve(snap.frames.size());
+  for (uint32_t f = 0; f < snap.frames.size(); ++f) frames_.push_back(describe_frame(snapshot::FrameId{f}));
+  const size_t n = snap.stacks.size();
+  site_of_stack_.resize(n);
+  traits_.resize(n);
+  site_frame_.assign(n, UINT32_MAX);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string text = compute_site(snapshot::StackId{i}, traits_[i], site_frame_[i]);
+    auto [it, inserted] = index_.try_emplace(std::move(text), static_cast<uint32_t>(names_.size()));
+    if (inserted) {
+      names_.push_back(it->first);
+      uint32_t f = site_frame_[i];
+      user_.push_back(f != UINT32_MAX && frames_[f].kind == FrameKind::User && !frames_[f].noise);
+      contexts_.push_back(compute_context(snapshot::StackId{i}, f));
+    }
+    site_of_stack_[i] = SiteId{it->second};
+  }
+}
+
+std::optional<SiteId> Sites::find(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  if (it == index_.end()) return std::nullopt;
+  return SiteId{it->second};
+}
+
+std::string Sites::stack_context(snapshot::StackId stack) const {
+  return compute_context(stack, site_frame_[stack.v]);
+}
+
+// The library call under the site frame: the innermost torch or library Python frame
+// inside it that is not dispatch machinery; else, for memory a C++ frame allocated,
+// a parameter's gradient, the autograd node or the ATen operator.
+std::string Sites::compute_context(snapshot::StackId stack, uint32_t site_frame) const {
+  const auto& frames = snap_.stacks[stack];
+  std::string_view node, op;
+  bool grad = false;
+  for (const auto& f : frames) {
+    if (f.v == site_frame) break;
+    const FrameInfo& fi = frames_[f.v];
+    if (fi.noise) continue;
+    if ((fi.kind == FrameKind::Torch || fi.kind == FrameKind::Library) && !fi.dispatch) {
+      const snapshot::Frame& fr = snap_.frames[f];
+      return capped(library_call_name(snap_.strings[fr.filename], snap_.strings[fr.name]));
+    }
+    if (fi.kind != FrameKind::Native) continue;
+    grad = grad || fi.accumulate_grad;
+    if (node.empty()) node = fi.node;
+    if (op.empty()) op = fi.op;
+  }
+  if (grad) return kGradients;
+  if (!node.empty()) return "backward: " + std::string(node);
+  if (!op.empty()) return std::string(op);
+  return "";
 }
 
 std::string Sites::frame_string(snapshot::FrameId id) const {
@@ -161,13 +298,15 @@ Sites::FrameInfo Sites::describe_frame(snapshot::FrameId f) const {
   std::string_view file = snap_.strings[snap_.frames[f].filename];
   std::string_view name = snap_.strings[snap_.frames[f].name];
   FrameInfo i;
-  i.kind = classify_frame(file);
+  i.kind = rules_.classify(file);
   i.noise = is_noise_frame(file, name);
   i.backward = is_backward_frame(file, name);
   i.optimizer = contains(file, "/optim/") || contains(file, "/optimizers/") || contains(name, "Optimizer.step");
   i.module_call = contains(file, "torch/nn/modules/module.py");
   i.forward = name == "forward" || contains(file, "torch/nn/modules/");
+  i.dispatch = is_dispatch_frame(file, name);
   if (i.kind == FrameKind::Native) {
+    i.accumulate_grad = contains(name, "AccumulateGrad");
     i.node = autograd_node(name);
     i.op = aten_op(name);
     i.machinery = allocation_machinery(name);
@@ -184,6 +323,7 @@ std::string Sites::compute_site(snapshot::StackId stack, StackTraits& traits, ui
   const snapshot::FrameId* native = nullptr;
   const snapshot::FrameId* innermost = nullptr;
   std::string_view node, op;
+  bool grad = false;
   for (const auto& f : snap_.stacks[stack]) {
     const FrameInfo& fi = frames_[f.v];
     traits.backward = traits.backward || fi.backward;
@@ -201,10 +341,14 @@ std::string Sites::compute_site(snapshot::StackId stack, StackTraits& traits, ui
       if (!python) python = &f;
       continue;
     }
+    grad = grad || fi.accumulate_grad;
     if (node.empty()) node = fi.node;
     if (op.empty()) op = fi.op;
     if (!native && !fi.machinery) native = &f;
   }
+  // A C++-only stack under the autograd engine that runs no node and allocates through
+  // empty_strided (or AccumulateGrad itself) makes a parameter's gradient.
+  if (!python && (grad || (traits.backward && node.empty() && op == "aten::empty_strided"))) return kGradients;
   if (!text.empty()) return text;
   const snapshot::FrameId* named = python                         ? python
                                    : !node.empty() || !op.empty() ? nullptr

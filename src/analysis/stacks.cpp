@@ -16,6 +16,7 @@ ProfileFrameKind kind_of(FrameKind k) {
     case FrameKind::Torch: return ProfileFrameKind::Torch;
     case FrameKind::PythonRuntime: return ProfileFrameKind::PythonRuntime;
     case FrameKind::Native: return ProfileFrameKind::Native;
+    case FrameKind::Library: return ProfileFrameKind::Library;
   }
   return ProfileFrameKind::Native;
 }
@@ -52,6 +53,7 @@ const char* to_string(ProfileFrameKind k) {
     case ProfileFrameKind::PythonRuntime: return "python";
     case ProfileFrameKind::Native: return "native";
     case ProfileFrameKind::Synthetic: return "synthetic";
+    case ProfileFrameKind::Library: return "library";
   }
   return "?";
 }
@@ -74,15 +76,20 @@ uint32_t StackProfileBuilder::frame_index(snapshot::FrameId id) {
     slot = &by_function_.try_emplace(key, kUnset).first->second;
   }
   if (*slot == kUnset) {
-    ProfileFrame pf;
-    pf.function = std::string(snap_.strings[f.name]);
-    pf.file = std::string(snap_.strings[f.filename]);
-    if (!profile_.options.by_function) pf.line = f.line;
-    pf.kind = kind_of(classify_frame(pf.file));
     *slot = static_cast<uint32_t>(profile_.frames.size());
-    profile_.frames.push_back(std::move(pf));
+    profile_.frames.push_back(describe(id));
   }
   return *slot;
+}
+
+ProfileFrame StackProfileBuilder::describe(snapshot::FrameId id) const {
+  const snapshot::Frame& f = snap_.frames[id];
+  ProfileFrame pf;
+  pf.function = std::string(snap_.strings[f.name]);
+  pf.file = std::string(snap_.strings[f.filename]);
+  if (!profile_.options.by_function) pf.line = f.line;
+  pf.kind = kind_of(profile_.options.code.classify(pf.file));
+  return pf;
 }
 
 uint32_t StackProfileBuilder::synthetic(const std::string& name) {
@@ -109,12 +116,52 @@ const std::vector<uint32_t>& StackProfileBuilder::filtered(snapshot::StackId id)
     python = python || classify_frame(file) != FrameKind::Native;
     kept.push_back(f);
   }
+  if (profile_.options.collapse_dispatch) {
+    std::vector<snapshot::FrameId> causes;
+    for (snapshot::FrameId f : kept)
+      if (!is_dispatch_frame(snap_.strings[snap_.frames[f].filename], snap_.strings[snap_.frames[f].name]))
+        causes.push_back(f);
+    if (!causes.empty()) kept = std::move(causes);
+  }
   auto& out = filtered_[id.v];
   out.reserve(kept.size());
-  for (snapshot::FrameId f : kept) {
-    if (python && !profile_.options.cpp && classify_frame(snap_.strings[snap_.frames[f].filename]) == FrameKind::Native)
-      continue;
-    out.push_back(frame_index(f));
+  // Collapsed graphs give library frames one vertex per calling user frame: a torch
+  // function two user lines call is two vertices, so each user line retains its memory.
+  uint32_t owner = kUnset;
+  if (profile_.options.collapse_dispatch)
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it)
+      if (profile_.options.code.classify(snap_.strings[snap_.frames[*it].filename]) == FrameKind::User) owner = it->v;
+  if (owner == kUnset) {
+    for (snapshot::FrameId f : kept) {
+      if (python && !profile_.options.cpp &&
+          classify_frame(snap_.strings[snap_.frames[f].filename]) == FrameKind::Native)
+        continue;
+      out.push_back(frame_index(f));
+    }
+  } else {
+    // Innermost first: the frames inside the innermost user frame belong to it; outer ones
+    // to the user frame that calls them.
+    uint32_t current = kUnset;
+    std::vector<uint32_t> owners(kept.size(), kUnset);
+    for (size_t i = kept.size(); i-- > 0;) {
+      if (profile_.options.code.classify(snap_.strings[snap_.frames[kept[i]].filename]) == FrameKind::User)
+        current = kept[i].v;
+      owners[i] = current;
+    }
+    for (size_t i = 0; i < kept.size(); ++i) {
+      snapshot::FrameId f = kept[i];
+      FrameKind k = profile_.options.code.classify(snap_.strings[snap_.frames[f].filename]);
+      if (python && !profile_.options.cpp && k == FrameKind::Native) continue;
+      if (k == FrameKind::User || owners[i] == kUnset) {
+        out.push_back(frame_index(f));
+        continue;
+      }
+      const snapshot::Frame& fr = snap_.frames[f];
+      uint64_t frame_key = profile_.options.by_function ? (uint64_t(fr.filename.v) << 32 | fr.name.v) : f.v;
+      auto [it, inserted] = owned_.try_emplace({frame_key, owners[i]}, uint32_t(profile_.frames.size()));
+      if (inserted) profile_.frames.push_back(describe(f));
+      out.push_back(it->second);
+    }
   }
   return out;
 }

@@ -15,6 +15,7 @@ namespace {
 struct CallgraphArgs {
   StackArgs stack;
   std::string min_share = "1%";
+  bool dispatch = false;
   bool dot = false;
   Format format = Format::Text;
 };
@@ -42,6 +43,9 @@ void add_callgraph(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("callgraph", "Call graph of live memory: self, total and retained bytes (dominators)");
   add_stack_options(*cmd, args->stack);
+  cmd->add_flag("--dispatch", args->dispatch,
+                "Keep dispatch frames (nn.Module._call_impl, the C++ dispatcher, at::/c10:: internals, the caching "
+                "allocator); by default they are collapsed so retained bytes land on the functions that name a cause");
   cmd->add_flag("--by-function", args->stack.stack.by_function,
                 "One vertex per function and file (default: per function, file and line)");
   cmd->add_option("--min-share", args->min_share,
@@ -58,8 +62,9 @@ void add_callgraph(CLI::App& app) {
     io::OutputFile output = open_output("-", {args->stack.file});
     LoadedStates ls = load_states(args->stack);
     bound_output(output, args->stack.max_output, ls.loaded.input.decoded_bytes);
-    analysis::CallGraph graph =
-        analysis::build_call_graph(profile_of(ls.loaded.snapshot, ls.states, args->stack.stack));
+    analysis::StackOptions options = args->stack.stack;
+    options.collapse_dispatch = !args->dispatch;
+    analysis::CallGraph graph = analysis::build_call_graph(profile_of(ls.loaded.snapshot, ls.states, options));
     report::CallgraphView view{&graph, &ls.source, min_share};
     write_output(output, [&](std::ostream& out) {
       if (args->dot)

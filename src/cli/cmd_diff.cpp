@@ -57,7 +57,7 @@ void add_diff(CLI::App& app) {
     snapshot::Loaded after = later.get();
     print_warnings(before);
     print_warnings(after);
-    analysis::Context before_ctx(before.snapshot), after_ctx(after.snapshot);
+    analysis::Context before_ctx(before.snapshot, code_rules()), after_ctx(after.snapshot, code_rules());
     auto devices = analysis::diff_snapshots(before_ctx, after_ctx);
     report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top};
     if (args->flame)

@@ -43,7 +43,7 @@ void add_events(CLI::App& app) {
     const auto& snap = loaded.snapshot;
     if (args->device && !snap.device(*args->device))
       throw Failure("--device " + std::to_string(*args->device) + ": the snapshot has no such device", kBadInput);
-    analysis::Context ctx(snap);
+    analysis::Context ctx(snap, code_rules());
     analysis::EventsOptions options{args->around, args->count, args->stacks};
     std::vector<analysis::DeviceEvents> devices;
     std::optional<int64_t> origin;

@@ -72,7 +72,7 @@ uint64_t least_json_bytes(const snapshot::Snapshot& s) {
 // The timeline of every device with a trace as Chrome trace-event JSON.
 void write_perfetto(io::OutputFile& output, const snapshot::Loaded& loaded, const snapshot::Snapshot& snap,
                     const std::string& shown, const ExportArgs& args) {
-  analysis::Context ctx(snap);
+  analysis::Context ctx(snap, code_rules());
   analysis::AnalyzeOptions options;
   options.trace = false;  // the timeline, its peak and the iterations; no leak or OOM analysis
   options.iterations.marker = args.iteration_marker;

@@ -93,7 +93,9 @@ void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& af
   bool device_root = before.snapshot.devices.size() > 1 || after.snapshot.devices.size() > 1;
   analysis::StackProfile profiles[2];
   for (int i = 0; i < 2; ++i) {
-    analysis::StackProfileBuilder b(files[i]->snapshot, analysis::StackOptions{});
+    analysis::StackOptions o;
+    o.code = code_rules();
+    analysis::StackProfileBuilder b(files[i]->snapshot, o);
     for (const auto& d : files[i]->snapshot.devices) b.add(d, device_root);
     profiles[i] = b.take();
   }

@@ -94,7 +94,7 @@ void add_report(CLI::App& app) {
     std::vector<std::unique_ptr<analysis::Context>> contexts;
     std::vector<analysis::AnalyzeResult> results;
     for (const auto& l : loaded) {
-      contexts.push_back(std::make_unique<analysis::Context>(l.snapshot));
+      contexts.push_back(std::make_unique<analysis::Context>(l.snapshot, code_rules()));
       results.push_back(analysis::analyze(*contexts.back(), options));
       print_warnings(l, results.back().warnings);
     }

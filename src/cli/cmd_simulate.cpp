@@ -80,7 +80,7 @@ void add_simulate(CLI::App& app) {
     const auto& snap = loaded.snapshot;
     const snapshot::Device& d = pick_device(snap, args->device);
     if (d.trace.empty()) throw Failure("device " + std::to_string(d.index) + " has no trace to simulate", kBadInput);
-    analysis::Context ctx(snap);
+    analysis::Context ctx(snap, code_rules());
     analysis::Replay replay(ctx, d);
     analysis::Simulation sim = analysis::simulate(ctx, replay, options);  // UsageError: exit 2
     report::Source src{loaded.input, ctx};

@@ -92,7 +92,7 @@ void add_timeline(CLI::App& app) {
     topt.by_site = args->by_site;
     topt.top_sites = args->top_sites;
     options.timeline = topt;
-    analysis::Context ctx(loaded.snapshot);
+    analysis::Context ctx(loaded.snapshot, code_rules());
     analysis::AnalyzeResult result = analysis::analyze(ctx, options);
     print_warnings(loaded, result.warnings);
     std::vector<analysis::Timeline> timelines;

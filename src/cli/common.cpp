@@ -62,6 +62,8 @@ const LoadEnvironment& load_environment() {
 // --parser, on every command that reads a snapshot (they all take --max-memory); one run
 // has one command, so the choice is the process's.
 snapshot::Parser g_parser = snapshot::Parser::Auto;
+// --user-code / --library, likewise the run's.
+analysis::CodeRules g_code_rules;
 
 }  // namespace
 
@@ -70,6 +72,10 @@ void add_max_output_option(CLI::App& cmd, std::string& max_output) {
                  "Output bound: refuse, in one line and keeping no partial file, an output larger than SIZE "
                  "(default: 256 times the decoded input, at least 64 MiB)")
       ->option_text("SIZE");
+}
+
+const analysis::CodeRules& code_rules() {
+  return g_code_rules;
 }
 
 void add_max_memory_option(CLI::App& cmd, std::string& max_memory) {
@@ -86,6 +92,16 @@ void add_max_memory_option(CLI::App& cmd, std::string& max_memory) {
                                                                           {"fast", snapshot::Parser::Fast}},
                                   CLI::ignore_case))
       ->option_text("auto|general|fast");
+  cmd.add_option("--user-code", g_code_rules.user_code,
+                 "Frames whose file matches GLOB are your code (sites name them), even under site-packages; "
+                 "matched against the path and every part of it after a '/' (repeatable)")
+      ->option_text("GLOB")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--library", g_code_rules.library,
+                 "Frames whose file matches GLOB are library code, never a site when the stack has your code "
+                 "(repeatable; --user-code wins)")
+      ->option_text("GLOB")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 void add_quiet_option(CLI::App& cmd, bool& quiet) {
@@ -190,7 +206,7 @@ std::string warnings_text(const snapshot::Loaded& l, const std::vector<std::stri
 void analyze_one(const std::string& path, const CommonOptions& common, const analysis::AnalyzeOptions& options,
                  const AnalysedFn& use) {
   snapshot::Loaded loaded = load(path, common);
-  analysis::Context ctx(loaded.snapshot);
+  analysis::Context ctx(loaded.snapshot, code_rules());
   analysis::AnalyzeResult result = analysis::analyze(ctx, options);
   use(report::Source{loaded.input, ctx}, result, warnings_text(loaded, result.warnings));
 }

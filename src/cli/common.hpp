@@ -69,6 +69,8 @@ void add_quiet_option(CLI::App& cmd, bool& quiet);
 void add_max_memory_option(CLI::App& cmd, std::string& max_memory);
 /// --max-output SIZE on a command whose output can outgrow its input (export, flame, callgraph).
 void add_max_output_option(CLI::App& cmd, std::string& max_output);
+/// --user-code / --library as given (registered with --max-memory, on every command that reads a snapshot).
+const analysis::CodeRules& code_rules();
 /// Loads a snapshot; any InputError becomes a Failure naming the file.
 snapshot::Loaded load(const std::string& path, const CommonOptions& options);
 /// Terminal width (40 to 240 columns) and colour for stdout.

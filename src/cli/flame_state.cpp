@@ -43,7 +43,7 @@ std::optional<FlameState> flame_state(const snapshot::Snapshot& snap, const snap
       break;
   }
   if (trace.empty() || (at.kind != FlameAt::Kind::Peak && !index)) return std::nullopt;
-  analysis::Context ctx(snap);
+  analysis::Context ctx(snap, code_rules());
   analysis::Replay replay(ctx, dumped);
   // The first event after which allocated memory was highest: analyze's peak, from the same sweep.
   if (at.kind == FlameAt::Kind::Peak && replay.peak_allocated()) index = replay.peak_allocated()->event;
@@ -89,7 +89,9 @@ std::vector<FlameState> flame_states(const snapshot::Snapshot& snap, const std::
 
 analysis::StackProfile profile_of(const snapshot::Snapshot& snap, const std::vector<FlameState>& states,
                                   const analysis::StackOptions& options) {
-  analysis::StackProfileBuilder b(snap, options);
+  analysis::StackOptions o = options;
+  o.code = code_rules();
+  analysis::StackProfileBuilder b(snap, o);
   for (const auto& s : states) b.add(s.device(), states.size() > 1);
   return b.take();
 }

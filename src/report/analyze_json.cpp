@@ -361,6 +361,7 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
   for (const auto& w : snap.warnings) warnings.push_back(w);
   for (const auto& w : result.warnings) warnings.push_back(w);
   doc["warnings"] = std::move(warnings);
+  detail::add_site_context(doc, src.context.sites);
   return doc;
 }
 

@@ -46,21 +46,31 @@ bool kept(const CallVertex& v, const CallgraphView& view) {
 
 constexpr size_t kNum = 10;                                       // a byte column: "1023.99 MiB" is 11, rare
 constexpr size_t kCols = kNum + 1 + 6 + 1 + kNum + 1 + kNum + 2;  // retained share total self, two spaces
-constexpr size_t kMaxGuide = 24;                                  // deeper branch levels share the last columns
+constexpr size_t kMaxGuide = 15;                                  // deeper branch levels: "..." and the last four
 constexpr size_t kMaxName = 64;                                   // a longer frame name is hostile or generated: cut
 
-std::string columns(const CallVertex& v, uint64_t whole) {
-  return detail::pad_left(human_bytes(v.retained_bytes), kNum) + " " +
-         detail::pad_left(share(v.retained_bytes, whole), 6) + " " +
-         detail::pad_left(human_bytes(v.total_bytes), kNum) + " " + detail::pad_left(human_bytes(v.self_bytes), kNum) +
-         "  ";
+// human_bytes in at most kNum columns: "1002.25 MiB" becomes "1002.2 MiB".
+std::string bytes_col(uint64_t n) {
+  std::string s = human_bytes(n);
+  if (s.size() > kNum) {
+    size_t dot = s.find('.'), space = s.find(' ');
+    if (dot != std::string::npos && space != std::string::npos && space > dot + 2) s.erase(dot + 2, space - dot - 2);
+  }
+  return detail::pad_left(s, kNum);
 }
 
-// The guide columns of a line in at most `max` columns: the deepest levels stay, ':' marks the cut.
+std::string columns(const CallVertex& v, uint64_t whole) {
+  return bytes_col(v.retained_bytes) + " " + detail::pad_left(share(v.retained_bytes, whole), 6) + " " +
+         bytes_col(v.total_bytes) + " " + bytes_col(v.self_bytes) + "  ";
+}
+
+// The guide columns of a line in at most `max` columns: the deepest levels stay, whole
+// (three columns each), and "..." stands for the levels cut.
 std::string clip_guide(const std::string& guide, size_t max = kMaxGuide) {
   if (guide.size() <= max) return guide;
-  max = std::max<size_t>(max, 4);
-  return ":" + guide.substr(guide.size() - max + 1);
+  max = std::max<size_t>(max, 6);
+  size_t keep = (max - 3) / 3 * 3;  // whole levels after the "..."
+  return "..." + guide.substr(guide.size() - keep);
 }
 
 }  // namespace
@@ -88,7 +98,7 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
   auto children = g.dominator_children();
   struct Item {
     uint32_t vertex;
-    std::string guide, mark;  // guides of the branch levels above, and this line's own "+- " / "`- "
+    std::string guide, mark;  // guides of the branch levels above, and this line's own "|- " / "`- "
     uint64_t hidden_count = 0, hidden_bytes = 0;  // a summary line instead of a vertex when hidden_count > 0
   };
   std::vector<Item> todo{{0, "", "", 0, 0}};
@@ -102,9 +112,8 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
                          " below " + percent_text(view.min_share) + ")";
       if (detail::text_width(text) > room) text = "(" + with_commas(it.hidden_count) + " more)";
       if (detail::text_width(text) > room) lead = clip_guide(it.guide + it.mark, w - kCols - detail::text_width(text));
-      out << detail::pad_left(human_bytes(it.hidden_bytes), kNum) << ' '
-          << detail::pad_left(share(it.hidden_bytes, whole), 6) << std::string(kNum * 2 + 4, ' ') << lead << text
-          << '\n';
+      out << bytes_col(it.hidden_bytes) << ' ' << detail::pad_left(share(it.hidden_bytes, whole), 6)
+          << std::string(kNum * 2 + 4, ' ') << lead << text << '\n';
       continue;
     }
     const CallVertex& v = g.vertices[it.vertex];
@@ -113,15 +122,11 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
       name = "all";
     else {
       bool several = v.callers > 1;
-      name = (several ? "*" : "") + detail::fit_frame(g.frames[v.frame], room - (several ? 1 : 0));
+      name = (several ? "*" : "") + detail::fit_frame(g.frames[v.frame], room - (several ? 1 : 0), true);
     }
-    // A name that cannot be shortened further (one long identifier) takes room from
-    // the guides; what still does not fit is cut with an ellipsis, so every line fits
-    // the terminal (the JSON and DOT outputs keep the whole name).
+    // What still does not fit is cut with an ellipsis, so every line fits the terminal
+    // (the JSON and DOT outputs keep the whole name).
     if (detail::text_width(name) > kMaxName) name = detail::printable(name, kMaxName);
-    if (detail::text_width(name) > room)
-      lead = clip_guide(it.guide + it.mark,
-                        w > kCols + detail::text_width(name) ? w - kCols - detail::text_width(name) : 0);
     if (kCols + detail::text_width(lead) + detail::text_width(name) > w && w > kCols + detail::text_width(lead) + 8)
       name = detail::printable(name, w - kCols - detail::text_width(lead));
     out << columns(v, whole) << lead << name << '\n';
@@ -136,13 +141,13 @@ void write_callgraph_text(std::ostream& out, const CallgraphView& view, int widt
         hidden_bytes += g.vertices[c].retained_bytes;
       }
     }
-    std::string guide = it.guide + (it.mark == "+- " ? "|  " : it.mark == "`- " ? "   " : "");
+    std::string guide = it.guide + (it.mark == "|- " ? "|  " : it.mark == "`- " ? "   " : "");
     size_t lines = shown.size() + (hidden ? 1 : 0);
     std::vector<Item> next;
     if (lines == 1 && !hidden) {
       next.push_back({shown[0], guide, "", 0, 0});  // a chain: the callee continues on the next line
     } else {
-      for (size_t i = 0; i < shown.size(); ++i) next.push_back({shown[i], guide, i + 1 == lines ? "`- " : "+- ", 0, 0});
+      for (size_t i = 0; i < shown.size(); ++i) next.push_back({shown[i], guide, i + 1 == lines ? "`- " : "|- ", 0, 0});
       if (hidden) next.push_back({0, guide, "`- ", hidden, hidden_bytes});
     }
     for (auto n = next.rbegin(); n != next.rend(); ++n) todo.push_back(std::move(*n));
@@ -160,6 +165,7 @@ const char* dot_fill(ProfileFrameKind k) {
     case ProfileFrameKind::PythonRuntime: return "#d9cfe8";
     case ProfileFrameKind::Native: return "#95d5cb";
     case ProfileFrameKind::Synthetic: return "#dddddd";
+    case ProfileFrameKind::Library: return "#f5cfa8";
   }
   return "#dddddd";
 }

@@ -81,6 +81,7 @@ Json diff_json(const DiffView& v) {
   for (const auto& w : v.before.context.snap.warnings) warnings.push_back("before: " + w);
   for (const auto& w : v.after.context.snap.warnings) warnings.push_back("after: " + w);
   doc["warnings"] = std::move(warnings);
+  detail::add_site_context(doc, v.after.context.sites, &v.before.context.sites);
   return doc;
 }
 

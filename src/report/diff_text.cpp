@@ -106,9 +106,13 @@ void write_diff_text(std::ostream& out, const DiffView& v, const TextStyle& styl
       std::string blocks = with_commas(s.before_allocations) + ">" + with_commas(s.after_allocations);
       std::string numbers = col(human_bytes(s.before_bytes), 11) + col(human_bytes(s.after_bytes), 11) +
                             col(signed_bytes(s.before_bytes, s.after_bytes), 12) + col(blocks, 10);
-      std::string label = mark + detail::shorten_left(detail::term(s.site, 512), site_w - 3);
-      if (detail::display_width(label) < site_w) {
-        out << "  " << pad_right(label, site_w) << numbers << '\n';
+      // Numbers wider than their columns (1002.25 MiB) take room from the site.
+      size_t over =
+          2 + site_w + detail::display_width(numbers) > width ? 2 + site_w + detail::display_width(numbers) - width : 0;
+      size_t label_w = site_w > over + 8 ? site_w - over : site_w;
+      std::string label = mark + detail::shorten_left(detail::term(s.site, 512), label_w - 3);
+      if (detail::display_width(label) < label_w) {
+        out << "  " << pad_right(label, label_w) << numbers << '\n';
       } else {  // a name that cannot be shortened without cutting it: a line of its own
         out << detail::wrap_block(mark + detail::term(s.site, 512), width, 2) << "  " << std::string(site_w, ' ')
             << numbers << '\n';

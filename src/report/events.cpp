@@ -108,6 +108,7 @@ void write_events_json(std::ostream& out, const Source& src, const std::vector<a
                     {"events", std::move(rows)}});
   }
   doc["devices"] = std::move(devs);
+  detail::add_site_context(doc, src.context.sites);
   detail::write_json(out, doc);
 }
 

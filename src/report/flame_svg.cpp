@@ -98,6 +98,7 @@ std::string kind_color(ProfileFrameKind k, double v) {
     case ProfileFrameKind::PythonRuntime: return hsl(265 + 15 * v, 0.30, 0.74 + 0.06 * v);  // lavender
     case ProfileFrameKind::Native: return hsl(172 + 16 * v, 0.45, 0.58 + 0.08 * v);         // teal
     case ProfileFrameKind::Synthetic: return "#c9c9c9";
+    case ProfileFrameKind::Library: return hsl(28 + 12 * v, 0.55, 0.72 + 0.06 * v);  // pale orange
   }
   return "#c9c9c9";
 }
@@ -109,6 +110,7 @@ const char* kind_name(ProfileFrameKind k) {
     case ProfileFrameKind::PythonRuntime: return "Python runtime";
     case ProfileFrameKind::Native: return "C++ / native";
     case ProfileFrameKind::Synthetic: return "no frame";
+    case ProfileFrameKind::Library: return "library";
   }
   return "";
 }
@@ -282,8 +284,8 @@ void write_title_and_legend(std::string& svg, const FlameTree& t, const Layout& 
     svg += "<text x=\"" + num(lx) + "\" y=\"60\" font-size=\"11\" fill=\"" + kMuted +
            "\">width: the larger of before and after</text>\n";
   } else {
-    for (auto k : {ProfileFrameKind::User, ProfileFrameKind::Torch, ProfileFrameKind::PythonRuntime,
-                   ProfileFrameKind::Native, ProfileFrameKind::Synthetic})
+    for (auto k : {ProfileFrameKind::User, ProfileFrameKind::Library, ProfileFrameKind::Torch,
+                   ProfileFrameKind::PythonRuntime, ProfileFrameKind::Native, ProfileFrameKind::Synthetic})
       legend(kind_color(k, 0.4), kind_name(k));
     svg += "<text x=\"" + num(lx) + "\" y=\"60\" font-size=\"11\" fill=\"" + kMuted + "\">width: bytes</text>\n";
   }

@@ -261,12 +261,37 @@ std::string frame_label(const analysis::ProfileFrame& f) {
   return loc.empty() ? fn : fn + " (" + loc + ")";
 }
 
-std::string fit_frame(const analysis::ProfileFrame& f, size_t width) {
+std::string middle_cut(const std::string& s, size_t width) {
+  size_t w = text_width(s);
+  if (w <= width || width < 5) return s;
+  // Code point boundaries of the kept start and end.
+  size_t tail = width * 3 / 5, head = width - 1 - tail;
+  auto prefix_bytes = [&](size_t points) {
+    size_t i = 0;
+    for (size_t n = 0; i < s.size() && n < points; ++n) do
+        ++i;
+      while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80);
+    return i;
+  };
+  return s.substr(0, prefix_bytes(head)) + "…" + s.substr(prefix_bytes(w - tail));
+}
+
+std::string fit_frame(const analysis::ProfileFrame& f, size_t width, bool keep_file) {
   std::string name = printable(
       f.kind == analysis::ProfileFrameKind::Native ? short_function(f.function) : std::string_view(f.function), 200);
   if (name.empty()) name = "??";
   std::string loc = printable(frame_location(f), 200);
   size_t nw = text_width(name);
+  if (keep_file && !loc.empty() && text_width(loc) + nw + 3 > width) {
+    // The file name and line always: "forward (model.py:93)", however deep the line sits.
+    std::string base(base_name(loc));
+    if (nw + text_width(base) + 3 > width) name = fit_function(name, std::max<size_t>(width / 2, 8));
+    // The file name gets what the function leaves, at least 10 columns; the function the rest, at least 6.
+    size_t base_room = std::max<size_t>(10, width > text_width(name) + 3 ? width - text_width(name) - 3 : 0);
+    base = middle_cut(base, base_room);
+    size_t name_room = std::max<size_t>(6, width > text_width(base) + 3 ? width - text_width(base) - 3 : 0);
+    return middle_cut(name, name_room) + " (" + base + ")";
+  }
   if (loc.empty() || nw + 4 > width) return fit_function(name, width);
   size_t room = width - nw - 3;  // " (" and ")"
   if (text_width(loc) > room) {

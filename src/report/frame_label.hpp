@@ -50,6 +50,11 @@ std::string frame_location(const analysis::ProfileFrame& f);
 /// ("…/modules/linear.py:114", then "linear.py:114", then "…:114"; a file name
 /// is never cut), dropped when nothing fits; then leading C++ scopes. Terminal-safe. Only a single name wider than
 /// `width` exceeds it.
-std::string fit_frame(const analysis::ProfileFrame& f, size_t width);
+/// `s` in at most `width` columns: its start, "…" and its end (which keeps an extension
+/// and line number: "vision_tr…former.py:93").
+std::string middle_cut(const std::string& s, size_t width);
+/// With `keep_file`, the location is never dropped nor cut below "file.py:LINE" (the
+/// result may then be wider than `width`; the caller makes room).
+std::string fit_frame(const analysis::ProfileFrame& f, size_t width, bool keep_file = false);
 
 }  // namespace memsnap::report::detail

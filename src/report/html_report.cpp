@@ -44,6 +44,7 @@ const char* kind_letter(analysis::FrameKind k) {
     case analysis::FrameKind::Torch: return "t";
     case analysis::FrameKind::PythonRuntime: return "p";
     case analysis::FrameKind::Native: return "n";
+    case analysis::FrameKind::Library: return "l";
   }
   return "n";
 }
@@ -55,6 +56,7 @@ const char* kind_letter(analysis::ProfileFrameKind k) {
     case analysis::ProfileFrameKind::PythonRuntime: return "p";
     case analysis::ProfileFrameKind::Native: return "n";
     case analysis::ProfileFrameKind::Synthetic: return "s";
+    case analysis::ProfileFrameKind::Library: return "l";
   }
   return "s";
 }

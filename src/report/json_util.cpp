@@ -8,6 +8,27 @@
 
 namespace memsnap::report::detail {
 
+void add_site_context(Json& doc, const analysis::Sites& sites, const analysis::Sites* more) {
+  if (doc.is_array()) {
+    for (auto& e : doc) add_site_context(e, sites, more);
+    return;
+  }
+  if (!doc.is_object()) return;
+  for (auto& [key, value] : doc.items())
+    if (value.is_structured()) add_site_context(value, sites, more);
+  auto it = doc.find("site");
+  if (it == doc.end() || !it->is_string() || doc.contains("user_site")) return;
+  const std::string& name = it->get_ref<const std::string&>();
+  const analysis::Sites* from = &sites;
+  auto id = sites.find(name);
+  if (!id && more) {
+    id = more->find(name);
+    from = more;
+  }
+  doc["user_site"] = id && from->is_user(*id) ? Json(name) : Json(nullptr);
+  doc["library_context"] = id && !from->context(*id).empty() ? Json(from->context(*id)) : Json(nullptr);
+}
+
 Json input_json(const snapshot::InputInfo& in, const snapshot::Snapshot& s) {
   Json j;
   j["path"] = in.path;

@@ -65,6 +65,7 @@ detail::Json segments_doc(const Source& src, const analysis::AnalyzeResult& resu
   for (const auto& w : src.context.snap.warnings) warnings.push_back(w);
   for (const auto& w : result.warnings) warnings.push_back(w);
   doc["warnings"] = std::move(warnings);
+  detail::add_site_context(doc, src.context.sites);
   return doc;
 }
 

@@ -170,6 +170,7 @@ void write_simulate_json(std::ostream& out, const Source& src, const Simulation&
               {"recorded", run_json(sim.recorded)},
               {"runs", std::move(runs)},
               {"min_capacity_bytes", opt(sim.runs.front().min_capacity)}};
+  detail::add_site_context(doc, src.context.sites);
   detail::write_json(out, doc);
 }
 

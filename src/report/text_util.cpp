@@ -9,6 +9,7 @@
 #include <iterator>
 #include <vector>
 
+#include "frame_label.hpp"
 #include "memsnap/util/terminal.hpp"
 
 namespace memsnap::report::detail {
@@ -56,20 +57,26 @@ int64_t span_us(int64_t a, int64_t b) {
 
 std::string shorten_left(const std::string& s, size_t w) {
   if (display_width(s) <= w || w < 4) return s;
-  size_t colon = s.rfind(':');
-  size_t keep_from = colon == std::string::npos ? s.size() : colon;
-  // keep ":LINE:function" when there is a line too
-  if (colon != std::string::npos && colon > 0) {
-    size_t prev = s.rfind(':', colon - 1);
-    if (prev != std::string::npos) keep_from = prev;
+  // "FILE:LINE:FUNCTION": the first ':' followed by digits and another ':'.
+  size_t colon = std::string::npos;
+  for (size_t i = s.find(':'); i != std::string::npos; i = s.find(':', i + 1)) {
+    size_t j = i + 1;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    if (j > i + 1 && j < s.size() && s[j] == ':') {
+      colon = i;
+      break;
+    }
   }
-  std::string tail = s.substr(keep_from);
-  if (display_width(tail) + 1 >= w) return s;  // the function alone does not fit: keep it whole
-  size_t room = w - 1 - display_width(tail);
-  std::string head = s.substr(0, keep_from);
-  size_t cut = head.size() - std::min(head.size(), room);
-  while (cut < head.size() && (static_cast<unsigned char>(head[cut]) & 0xC0) == 0x80) ++cut;
-  return "~" + head.substr(cut) + tail;
+  if (colon == std::string::npos) return middle_cut(s, w);
+  size_t second = s.find(':', colon + 1);
+  std::string file = s.substr(0, colon), line = s.substr(colon, second + 1 - colon), fn = s.substr(second + 1);
+  size_t fixed = display_width(line);
+  if (fixed + 6 >= w) return middle_cut(s, w);
+  size_t room = w - fixed;  // for the file and the function
+  size_t fw = display_width(file), nw = display_width(fn);
+  if (nw + std::min<size_t>(fw, 10) <= room) return middle_cut(file, room - nw) + line + fn;
+  size_t file_room = std::min<size_t>(fw, std::max<size_t>(10, room / 3));
+  return middle_cut(file, file_room) + line + middle_cut(fn, room - file_room);
 }
 
 std::string pad_right(const std::string& s, size_t w) {

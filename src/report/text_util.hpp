@@ -33,9 +33,10 @@ int64_t span_us(int64_t a, int64_t b);
 /// DEL and invalid UTF-8 shown escaped ("\x1b", "\n"), at most `cap` bytes kept
 /// (then "..."). Every snapshot string a text report prints goes through it.
 std::string term(std::string_view s, size_t cap = 4096);
-/// Shortens a site ("path/file.py:LINE:function") to `w` columns from the left: the
-/// function and line stay whole, the path loses its start ("~le.py:12:fn"). A
-/// function name alone wider than `w` is kept whole (the caller then gives it a line).
+/// Shortens a site ("file.py:LINE:function") to `w` columns from the middle: the line
+/// stays whole, the file name keeps its start and its extension ("cache…_V2.py:225:
+/// update_new"), and a function too long for what is left keeps its start and end
+/// too; the result is at most `w` columns once `w` is 16 or more.
 std::string shorten_left(const std::string& s, size_t w);
 /// "TITLE  PATH" within `width` columns: the path (escaped) on its own line when both do
 /// not fit, and cut from the left ("...") when it alone does not. Newline-terminated.

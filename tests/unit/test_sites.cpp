@@ -15,7 +15,7 @@ TEST_CASE("frame classification") {
   CHECK(analysis::classify_frame("/home/u/.conda/envs/x/lib/python3.9/runpy.py") == FrameKind::PythonRuntime);
   CHECK(analysis::classify_frame("<frozen runpy>") == FrameKind::PythonRuntime);
   CHECK(analysis::classify_frame("<ipython-input-3-abc>") == FrameKind::User);
-  CHECK(analysis::classify_frame("/usr/lib/python3/dist-packages/transformers/models/llama.py") == FrameKind::User);
+  CHECK(analysis::classify_frame("/usr/lib/python3/dist-packages/transformers/models/llama.py") == FrameKind::Library);
   CHECK(analysis::classify_frame("??") == FrameKind::Native);
   CHECK(analysis::classify_frame("C:\\Python311\\Lib\\site-packages\\torch\\nn\\modules\\module.py") ==
         FrameKind::Torch);
@@ -91,4 +91,70 @@ TEST_CASE("stacks captured in C++ only are named by their autograd node and ATen
   CHECK(sites.site(b) == "aten::bmm");
   // nothing but the allocator: the innermost frame, as the definition's last resort
   CHECK(sites.site(c) == sites.frame_string(backward[1]));
+}
+
+TEST_CASE("frameworks are library code wherever installed; --user-code and --library override") {
+  using analysis::FrameKind;
+  CHECK(analysis::classify_frame("/opt/conda/lib/python3.11/site-packages/timm/models/vision_transformer.py") ==
+        FrameKind::Library);
+  CHECK(analysis::classify_frame("/opt/venv/lib/python3.10/site-packages/lightning/pytorch/strategies/strategy.py") ==
+        FrameKind::Library);
+  CHECK(analysis::classify_frame("/home/u/src/transformers/src/transformers/modeling_utils.py") == FrameKind::Library);
+  CHECK(analysis::classify_frame("/home/u/proj/hydra_app/train.py") == FrameKind::User);
+  analysis::CodeRules rules;
+  rules.user_code = {"mypkg/*"};
+  rules.library = {"*/vendor/*", "helpers.py"};
+  CHECK(rules.classify("/x/site-packages/mypkg/model.py") == FrameKind::User);
+  CHECK(rules.classify("/work/proj/vendor/lib.py") == FrameKind::Library);
+  CHECK(rules.classify("/work/proj/helpers.py") == FrameKind::Library);
+  CHECK(rules.classify("/work/proj/train.py") == FrameKind::User);
+  CHECK(rules.classify("libc10_cuda.so") == FrameKind::Native);  // C++ frames stay native
+  CHECK(analysis::path_glob_match("train.py", "/a/b/train.py"));
+  CHECK_FALSE(analysis::path_glob_match("train.py", "/a/b/mytrain.py"));
+}
+
+TEST_CASE("dispatch frames are machinery; autograd nodes and kernels are not") {
+  CHECK(analysis::is_dispatch_frame("/x/torch/nn/modules/module.py", "_call_impl"));
+  CHECK(analysis::is_dispatch_frame("/x/torch/nn/modules/module.py", "_wrapped_call_impl"));
+  CHECK_FALSE(analysis::is_dispatch_frame("/x/model.py", "_call_impl"));
+  CHECK(analysis::is_dispatch_frame(
+      "??", "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long)"));
+  CHECK(analysis::is_dispatch_frame("??", "at::_ops::mm::call(at::Tensor const&, at::Tensor const&)"));
+  CHECK_FALSE(analysis::is_dispatch_frame("??", "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)"));
+  CHECK_FALSE(analysis::is_dispatch_frame("??", "torch::autograd::generated::MmBackward0::apply(x)"));
+  CHECK(analysis::library_call_name("/x/site-packages/torch/nn/modules/linear.py", "forward") ==
+        "torch.nn.modules.linear.forward");
+  CHECK(analysis::library_call_name("/x/dist-packages/transformers/__init__.py", "f") == "transformers.f");
+}
+
+TEST_CASE("sites are the user's frame with the library call as context; gradients are named") {
+  snapshot::Snapshot s;
+  auto fr = [&](const char* file, const char* name, int64_t line) {
+    return s.frames.intern({s.strings.intern(file), s.strings.intern(name), line});
+  };
+  std::vector<snapshot::FrameId> fwd = {
+      fr("/x/site-packages/torch/nn/modules/linear.py", "forward", 125),
+      fr("/x/site-packages/torch/nn/modules/module.py", "_call_impl", 1750),
+      fr("/x/site-packages/timm/models/vision_transformer.py", "forward", 93),
+      fr("/x/site-packages/torch/nn/modules/module.py", "_call_impl", 1750),
+      fr("/work/model.py", "forward", 40),
+      fr("/work/train.py", "main", 10)};
+  std::vector<snapshot::FrameId> grad = {
+      fr("??", "at::_ops::empty_strided::call(c10::ArrayRef<long>)", 0),
+      fr("??", "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)", 0),
+      fr("??", "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)", 0)};
+  auto a = s.stacks.intern(fwd), g = s.stacks.intern(grad);
+  analysis::Sites sites(s);
+  CHECK(sites.site(a) == "model.py:40:forward");
+  CHECK(sites.is_user(sites.site_of(a)));
+  CHECK(sites.context(sites.site_of(a)) == "torch.nn.modules.linear.forward");
+  CHECK(sites.site(g) == analysis::Sites::kGradients);
+  CHECK_FALSE(sites.is_user(sites.site_of(g)));
+  REQUIRE(sites.find("model.py:40:forward"));
+  CHECK(*sites.find("model.py:40:forward") == sites.site_of(a));
+  // --user-code moves the site into the vendored timm file
+  analysis::CodeRules rules;
+  rules.user_code = {"timm/*"};
+  analysis::Sites mine(s, rules);
+  CHECK(mine.site(a) == "vision_transformer.py:93:forward");
 }

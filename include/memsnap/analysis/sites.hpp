@@ -1,12 +1,17 @@
 // How every memsnap report names where memory came from: the allocation *site*.
 //
 // A site is "file.py:LINE:function" of the innermost frame that is the user's
-// code (a Python frame outside torch/ and outside the Python runtime), falling
-// back to the innermost Python frame, and for stacks captured in C++ alone (the
-// autograd engine's threads run backward without Python frames) to the autograd
-// node being run ("backward: MmBackward0"), else the ATen operator
+// code (a Python frame outside torch/, outside installed packages -- site-packages,
+// dist-packages, and Lightning, Hydra, timm, transformers, accelerate, DeepSpeed
+// wherever they live -- and outside the Python runtime; CodeRules' globs override),
+// falling back to the innermost Python frame, and for stacks captured in C++ alone
+// (the autograd engine's threads run backward without Python frames) to
+// "parameter gradients (backward)" for AccumulateGrad's allocations, else the
+// autograd node being run ("backward: MmBackward0"), else the ATen operator
 // ("aten::mm"), else the innermost frame outside the caching allocator, all after
-// the viewer's noise filter (SNAPSHOT_FORMAT.md §5). A stack is the list of frame
+// the viewer's noise filter (SNAPSHOT_FORMAT.md §5). Each site also keeps the
+// library call its memory went through ("via torch.nn.modules.linear.forward"):
+// its context. A stack is the list of frame
 // strings, innermost first, after the noise filter. Every analysis and report
 // names sites through this table; it is built once per snapshot and read-only.
 #pragma once
@@ -15,16 +20,43 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "memsnap/snapshot/model.hpp"
 
 namespace memsnap::analysis {
 
-enum class FrameKind : uint8_t { User, Torch, PythonRuntime, Native };
+/// Library: installed third-party Python code (site-packages, dist-packages, and the
+/// frameworks named above); Torch: PyTorch's own Python code.
+enum class FrameKind : uint8_t { User, Torch, PythonRuntime, Native, Library };
+const char* to_string(FrameKind k);
 
-/// Classifies one frame by its file name.
+/// Which Python files are the user's code and which are library code. The CLI fills
+/// the globs from --user-code and --library; the defaults are in classify_frame.
+/// A glob matches a file when it matches (fnmatch, `*` crossing `/`) the whole
+/// recorded path or any part of it that starts after a `/` (so "train.py",
+/// "mypkg/*" and "*/vendor/*" all do what they say). --user-code wins over
+/// --library, both over the defaults; C++ frames stay native.
+struct CodeRules {
+  std::vector<std::string> user_code;
+  std::vector<std::string> library;
+  FrameKind classify(std::string_view filename) const;
+  bool empty() const { return user_code.empty() && library.empty(); }
+};
+
+/// Classifies one frame by its file name, with the default rules.
 FrameKind classify_frame(std::string_view filename);
+/// Whether `glob` matches `path` as CodeRules describes.
+bool path_glob_match(std::string_view glob, std::string_view path);
+/// Dispatch machinery that names no cause and is collapsed out of call graphs:
+/// nn.Module's _call_impl/_wrapped_call_impl, the C++ dispatcher, ATen's operator
+/// and allocation internals (at::, c10::) and the caching allocator. Autograd nodes
+/// (AccumulateGrad::apply, *Backward0::apply) and at::native kernels are not.
+bool is_dispatch_frame(std::string_view filename, std::string_view name);
+/// The library frame as a dotted name: ".../site-packages/torch/nn/modules/linear.py"
+/// and "forward" -> "torch.nn.modules.linear.forward".
+std::string library_call_name(std::string_view filename, std::string_view name);
 /// The viewer's noise filter: unwinder, interpreter and dispatcher frames.
 bool is_noise_frame(std::string_view filename, std::string_view name);
 /// "torch::autograd::generated::MmBackward0::apply(...)" -> "MmBackward0"; "" when the
@@ -45,13 +77,24 @@ struct StackTraits {
 
 class Sites {
  public:
-  explicit Sites(const snapshot::Snapshot& snap);
+  explicit Sites(const snapshot::Snapshot& snap, const CodeRules& rules = {});
 
   SiteId site_of(snapshot::StackId stack) const { return site_of_stack_[stack.v]; }
   const std::string& name(SiteId site) const { return names_[site.v]; }
   const std::string& site(snapshot::StackId stack) const { return name(site_of(stack)); }
   size_t size() const { return names_.size(); }
   const StackTraits& traits(snapshot::StackId stack) const { return traits_[stack.v]; }
+  /// The site of that name, if some stack has it.
+  std::optional<SiteId> find(std::string_view name) const;
+  /// Whether the site is a frame of the user's code (else the stack had none).
+  bool is_user(SiteId site) const { return user_[site.v] != 0; }
+  /// The library call the site's memory went through ("torch.nn.modules.linear.forward",
+  /// "parameter gradients (backward)", "aten::mm"; text says "via" it); "" when none. A site reached
+  /// through several library calls has the one of its first stack.
+  const std::string& context(SiteId site) const { return contexts_[site.v]; }
+  /// The same for one stack.
+  std::string stack_context(snapshot::StackId stack) const;
+  const CodeRules& rules() const { return rules_; }
   /// The frame the site names, when the site is a frame (not an autograd node or op).
   std::optional<snapshot::FrameId> site_frame(snapshot::StackId stack) const {
     uint32_t f = site_frame_[stack.v];
@@ -73,28 +116,36 @@ class Sites {
   struct FrameInfo {
     FrameKind kind = FrameKind::Native;
     bool noise = false, backward = false, optimizer = false, module_call = false, forward = false;
-    bool machinery = false;  // the caching allocator or tensor construction
-    std::string node, op;    // native frames: the autograd node and ATen op they run, if any
+    bool machinery = false;        // the caching allocator or tensor construction
+    bool dispatch = false;         // is_dispatch_frame
+    bool accumulate_grad = false;  // torch::autograd::AccumulateGrad: a parameter's gradient
+    std::string node, op;          // native frames: the autograd node and ATen op they run, if any
   };
   const FrameInfo& frame_info(snapshot::FrameId f) const { return frames_[f.v]; }
 
   static constexpr const char* kNoStack = "<no stack recorded>";
+  static constexpr const char* kGradients = "parameter gradients (backward)";
 
  private:
   FrameInfo describe_frame(snapshot::FrameId f) const;
   std::string compute_site(snapshot::StackId stack, StackTraits& traits, uint32_t& frame) const;
+  std::string compute_context(snapshot::StackId stack, uint32_t site_frame) const;
 
   const snapshot::Snapshot& snap_;
+  CodeRules rules_;
   std::vector<FrameInfo> frames_;
   std::vector<SiteId> site_of_stack_;
   std::vector<StackTraits> traits_;
   std::vector<uint32_t> site_frame_;  // FrameId, or UINT32_MAX
   std::vector<std::string> names_;
+  std::vector<std::string> contexts_;  // per site
+  std::vector<uint8_t> user_;          // per site
+  std::unordered_map<std::string, uint32_t> index_;
 };
 
 /// The read-only context every analysis of one snapshot shares.
 struct Context {
-  explicit Context(const snapshot::Snapshot& s) : snap(s), sites(s) {}
+  explicit Context(const snapshot::Snapshot& s, const CodeRules& rules = {}) : snap(s), sites(s, rules) {}
   const snapshot::Snapshot& snap;
   const Sites sites;
 };

@@ -40,10 +40,16 @@ struct StackOptions {
   StackState state = StackState::Allocated;
   bool cpp = false;          // keep C++ frames in stacks that also have Python frames
   bool by_function = false;  // one frame per function and file (lines merged)
+  /// Drop dispatch machinery (is_dispatch_frame: _call_impl, the C++ dispatcher, at::/c10::
+  /// internals, the caching allocator) so callers and callees meet on the frames that name
+  /// a cause; a stack of nothing else keeps its frames. `cpp` still decides the rest.
+  /// Library frames then also become one frame per user frame that calls them.
+  bool collapse_dispatch = false;
+  CodeRules code;  // which Python frames are the user's
 };
 
 /// What a frame is, for colours and labels: FrameKind of its file, or a pseudo-frame.
-enum class ProfileFrameKind : uint8_t { User, Torch, PythonRuntime, Native, Synthetic };
+enum class ProfileFrameKind : uint8_t { User, Torch, PythonRuntime, Native, Synthetic, Library };
 const char* to_string(ProfileFrameKind k);
 
 struct ProfileFrame {
@@ -80,6 +86,7 @@ class StackProfileBuilder {
 
  private:
   uint32_t frame_index(snapshot::FrameId f);
+  ProfileFrame describe(snapshot::FrameId f) const;
   uint32_t synthetic(const std::string& name);
   uint32_t stack_index(std::vector<uint32_t> frames);
   const std::vector<uint32_t>& filtered(snapshot::StackId id);
@@ -89,6 +96,7 @@ class StackProfileBuilder {
   std::vector<uint32_t> frame_of_id_;                        // FrameId -> frame index (kUnset until seen)
   std::unordered_map<uint64_t, uint32_t> by_function_;       // file id << 32 | function id -> frame
   std::vector<std::pair<std::string, uint32_t>> synthetic_;  // a handful of pseudo-frames
+  std::map<std::pair<uint64_t, uint32_t>, uint32_t> owned_;  // collapse_dispatch: (frame, calling user frame) -> frame
   std::vector<std::vector<uint32_t>> filtered_;              // StackId -> filtered frames, innermost first
   std::vector<uint8_t> filtered_done_;
   std::map<std::vector<uint32_t>, uint32_t> stack_of_frames_;  // root-first frames -> stack

@@ -961,7 +961,7 @@
 
   // ---- flame graphs ---------------------------------------------------------------------
 
-  var FLAME_COLORS = { u: '#f2a65a', t: '#e66b5b', p: '#e8cf5a', n: '#9bb3d6', s: '#c9ced8' };
+  var FLAME_COLORS = { u: '#f2a65a', l: '#f0c9a0', t: '#e66b5b', p: '#e8cf5a', n: '#9bb3d6', s: '#c9ced8' };
   function Flame(container, flame) {
     var self = this;
     this.f = flame;
@@ -1086,7 +1086,7 @@
       f.canvas.dataset.moment = fl.moment;
       var reset = text('button', '', 'zoom out');
       reset.addEventListener('click', function () { f.focus = 0; f.draw(); });
-      body.insertBefore(el('div', 'toolbar', [reset, legend([{ color: FLAME_COLORS.u, label: 'your code' }, { color: FLAME_COLORS.t, label: 'torch' },
+      body.insertBefore(el('div', 'toolbar', [reset, legend([{ color: FLAME_COLORS.u, label: 'your code' }, { color: FLAME_COLORS.l, label: 'libraries' }, { color: FLAME_COLORS.t, label: 'torch' },
         { color: FLAME_COLORS.p, label: 'Python' }, { color: FLAME_COLORS.n, label: 'C++' }, { color: FLAME_COLORS.s, label: 'other' }])]), body.firstChild);
     };
     var setDevice = function (key) {

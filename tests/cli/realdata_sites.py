@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Every real snapshot in ../shared/realdata: sites are the user's code, text fits 80 columns.
+
+  realdata_sites.py MEMSNAP ORACLE_DIR REALDATA
+
+- analyze --format json: every object naming a `site` with its `stack` names a frame of the
+  user's code when the stack holds one (user frames judged here, independently, from the
+  full paths the snapshot records), and `user_site` says so;
+- callgraph --format json: every frame's `kind` is the user/library/torch/python/native
+  judged here (Lightning, Hydra, timm, transformers, accelerate, DeepSpeed are library);
+- no line over 80 columns (COLUMNS=80) in the text of analyze, segments, events (plain,
+  --stacks, --around peak, --around oom), diff (each file against the next), callgraph.
+Exits 77 (ctest SKIP) when REALDATA is absent.
+"""
+import json
+import os
+import subprocess
+import sys
+
+SKIP = 77
+LIBRARY_DIRS = ("lightning", "pytorch_lightning", "lightning_fabric", "hydra", "timm", "transformers",
+                "accelerate", "deepspeed", "omegaconf", "lightning_utilities")
+NOISE_FILES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
+               "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h")
+
+
+def kind(path):
+    """The frame kind, from the recorded file name alone (docs/analyze.md, "Sites")."""
+    p = path.replace("\\", "/")
+    python = p.endswith(".py") or (len(p) > 1 and p[0] == "<" and p[-1] == ">")
+    if not python:
+        return "native"
+    if p.startswith("<frozen"):
+        return "python"
+    if "/torch/" in p or p.startswith("torch/"):
+        return "torch"
+    if "/site-packages/" in p or "/dist-packages/" in p:
+        return "library"
+    if "/lib/python2" in p or "/lib/python3" in p or "/lib/pypy" in p:
+        return "python"
+    parts = p.split("/")[:-1]
+    if any(d in LIBRARY_DIRS for d in parts):
+        return "library"
+    return "user"
+
+
+def frame_text(f):
+    base = f["filename"].replace("\\", "/").rsplit("/", 1)[-1]
+    if f["filename"] in ("", "??") and f.get("line", 0) == 0:
+        return f["name"]
+    return "%s:%d:%s" % (base, f.get("line", 0), f["name"])
+
+
+def frames_of(top):
+    """Every frame dict of the snapshot (blocks and trace entries)."""
+    segments = top.get("segments", []) if isinstance(top, dict) else top
+    for seg in segments:
+        for b in seg.get("blocks", []):
+            for f in b.get("frames", []) or []:
+                yield f
+            for h in b.get("history", []) or []:
+                for f in h.get("frames", []) or []:
+                    yield f
+    if isinstance(top, dict):
+        for trace in top.get("device_traces", []) or []:
+            for e in trace or []:
+                for f in e.get("frames", []) or []:
+                    yield f
+
+
+def walk(doc):
+    if isinstance(doc, dict):
+        yield doc
+        for v in doc.values():
+            yield from walk(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from walk(v)
+
+
+def width(line):
+    return len(line)
+
+
+def run(cmd):
+    env = dict(os.environ, COLUMNS="80", NO_COLOR="1", LC_ALL="C.UTF-8")
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+
+
+def main():
+    memsnap, oracle_dir, realdata = sys.argv[1], sys.argv[2], sys.argv[3]
+    if not os.path.isdir(realdata):
+        print("SKIPPED: %s is absent" % realdata)
+        return SKIP
+    sys.path.insert(0, oracle_dir)
+    import snapshot_totals  # noqa: E402
+
+    files = sorted(os.path.join(realdata, f) for f in os.listdir(realdata)
+                   if f.endswith((".pickle", ".pkl", ".json")))
+    errors = checked_sites = checked_frames = checked_lines = 0
+
+    def fail(msg):
+        nonlocal errors
+        errors += 1
+        if errors <= 40:
+            print("FAIL " + msg)
+
+    for i, path in enumerate(files):
+        name = os.path.basename(path)
+        top, _ = snapshot_totals.load(path)
+        user, other = set(), set()
+        for f in frames_of(top):
+            if any(n in f.get("filename", "") for n in NOISE_FILES):
+                continue
+            (user if kind(f.get("filename", "")) == "user" else other).add(frame_text(f))
+        user_only = user - other  # a string both kinds share cannot tell
+
+        rc, out, err = run([memsnap, "analyze", "--format", "json", path])
+        if rc != 0:
+            fail("%s: analyze exit %d: %s" % (name, rc, err.strip()))
+            continue
+        for obj in walk(json.loads(out)):
+            site, stack = obj.get("site"), obj.get("stack")
+            if not isinstance(site, str) or not isinstance(stack, list):
+                continue
+            checked_sites += 1
+            if any(s in user_only for s in stack):
+                if site not in user:
+                    fail("%s: site %r is not the user's code; its stack has %r" %
+                         (name, site, [s for s in stack if s in user_only][0]))
+                elif obj.get("user_site") != site:
+                    fail("%s: site %r: user_site is %r" % (name, site, obj.get("user_site")))
+
+        rc, out, err = run([memsnap, "callgraph", "--format", "json", path])
+        if rc != 0:
+            fail("%s: callgraph exit %d: %s" % (name, rc, err.strip()))
+        else:
+            doc = json.loads(out)
+            for f in doc.get("vertices", []):
+                if f.get("file") is None or f.get("kind") in ("synthetic", "root"):
+                    continue
+                checked_frames += 1
+                if f["kind"] != kind(f["file"]):
+                    fail("%s: callgraph frame %s (%s) is %r, not %r" % (name, f.get("function"), f["file"],
+                                                                        f["kind"], kind(f["file"])))
+
+        commands = [["analyze"], ["segments"], ["events"], ["events", "--stacks"], ["events", "--around", "peak"],
+                    ["events", "--around", "oom"], ["callgraph"], ["callgraph", "--at", "peak"]]
+        runs = [[memsnap] + c + [path] for c in commands]
+        runs.append([memsnap, "diff", path, files[(i + 1) % len(files)]])
+        for cmd in runs:
+            rc, out, err = run(cmd)
+            shown = " ".join(cmd[1:-1] if cmd[1] != "diff" else ["diff"]) + " " + name
+            if rc >= 3:
+                fail("%s: exit %d: %s" % (shown, rc, err.strip()))
+                continue
+            for n, line in enumerate(out.splitlines(), 1):
+                checked_lines += 1
+                if width(line) > 80:
+                    fail("%s: line %d is %d columns: %s" % (shown, n, width(line), line))
+                    break
+    print("%d files, %d sites, %d call graph frames, %d lines checked; %d failures" %
+          (len(files), checked_sites, checked_frames, checked_lines, errors))
+    print("%d passed, %d failed" % (len(files) if not errors else 0, 1 if errors else 0))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
