@@ -132,13 +132,12 @@ TEST_CASE("sites are the user's frame with the library call as context; gradient
   auto fr = [&](const char* file, const char* name, int64_t line) {
     return s.frames.intern({s.strings.intern(file), s.strings.intern(name), line});
   };
-  std::vector<snapshot::FrameId> fwd = {
-      fr("/x/site-packages/torch/nn/modules/linear.py", "forward", 125),
-      fr("/x/site-packages/torch/nn/modules/module.py", "_call_impl", 1750),
-      fr("/x/site-packages/timm/models/vision_transformer.py", "forward", 93),
-      fr("/x/site-packages/torch/nn/modules/module.py", "_call_impl", 1750),
-      fr("/work/model.py", "forward", 40),
-      fr("/work/train.py", "main", 10)};
+  std::vector<snapshot::FrameId> fwd = {fr("/x/site-packages/torch/nn/modules/linear.py", "forward", 125),
+                                        fr("/x/site-packages/torch/nn/modules/module.py", "_call_impl", 1750),
+                                        fr("/x/site-packages/timm/models/vision_transformer.py", "forward", 93),
+                                        fr("/x/site-packages/torch/nn/modules/module.py", "_call_impl", 1750),
+                                        fr("/work/model.py", "forward", 40),
+                                        fr("/work/train.py", "main", 10)};
   std::vector<snapshot::FrameId> grad = {
       fr("??", "at::_ops::empty_strided::call(c10::ArrayRef<long>)", 0),
       fr("??", "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)", 0),
