@@ -112,26 +112,16 @@ class Runner {
       const Action a = trace.action_at(i);
       while (next_step < plan.size() && plan[next_step].first <= i) m.set_capacity(plan[next_step++].second);
       switch (a) {
-        case Action::Oom: {
-          // The request that failed: does it fit here? If it does, its block stays (the run
-          // would have gone on holding it).
-          auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
-          if (!r.addr) {
-            if (!out.oom) out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
-            ++out.ooms;
-            if (stop_at_oom) return finish(out, m);
-          }
-          break;
-        }
+        case Action::Oom:  // the request that failed: if it fits here, its block stays (the run goes on holding it)
         case Action::Alloc: {
           auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
           if (!r.addr) {
             if (!out.oom) out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
             ++out.ooms;
             if (stop_at_oom) return finish(out, m);
-            break;
+          } else if (a == Action::Alloc) {
+            if (auto [slot, added] = live.try_emplace(trace.addr_at(i), *r.addr); !added) *slot = *r.addr;
           }
-          if (auto [slot, added] = live.try_emplace(trace.addr_at(i), *r.addr); !added) *slot = *r.addr;
           break;
         }
         case Action::FreeRequested:

@@ -30,6 +30,16 @@ def expect_error(name, args, line, stdin=None):
     check(name, err == "memsnap: " + line + "\n", "stderr %r, want %r" % (err, "memsnap: " + line + "\n"))
 
 
+def format_size(n):
+    """c10's format_size, as PyTorch prints sizes in its OOM message."""
+    if n <= 1024:
+        return "%d bytes" % n
+    for limit, unit, scale in ((1 << 20, "KiB", 1 << 10), (1 << 30, "MiB", 1 << 20)):
+        if n <= limit:
+            return "%.2f %s" % (n / scale, unit)
+    return "%.2f GiB" % (n / (1 << 30))
+
+
 def snap(name):
     return os.path.join(TESTDATA, "snapgen", name)
 

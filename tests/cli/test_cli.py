@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from clitest import TESTDATA, check, expect_error, finish, run
+from clitest import TESTDATA, check, expect_error, finish, format_size, run
 
 
 snap = os.path.join(TESTDATA, "snapgen", "train.pickle")
@@ -182,13 +182,6 @@ with open(os.path.join(TESTDATA, "snapgen", "capacity.truth.json")) as fh:
     ct = json.load(fh)
 
 
-def format_size(n):  # c10's format_size
-    if n <= 1024:
-        return "%d bytes" % n
-    for limit, unit, scale in ((1 << 20, "KiB", 1 << 10), (1 << 30, "MiB", 1 << 20)):
-        if n <= limit:
-            return "%.2f %s" % (n / scale, unit)
-    return "%.2f GiB" % (n / (1 << 30))
 
 
 o, capacity = ct["oom"], ct["capacity_bytes"][ct["oom"]["device"]]

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from clitest import check, finish, run, snap, TESTDATA
+from clitest import check, finish, format_size, run, snap, TESTDATA
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -78,13 +78,6 @@ check("check --max-peak at the exact peak passes", rc == 0, "exit %d: %s" % (rc,
 
 
 # --- the rebuilt OOM message, byte for byte (SNAPSHOT_FORMAT.md §10) ------------------------------
-def format_size(n):  # c10's format_size
-    if n <= 1024:
-        return "%d bytes" % n
-    for limit, unit, scale in ((1 << 20, "KiB", 1 << 10), (1 << 30, "MiB", 1 << 20)):
-        if n <= limit:
-            return "%.2f %s" % (n / scale, unit)
-    return "%.2f GiB" % (n / (1 << 30))
 
 
 for name in ("capacity", "capacity_expandable"):
