@@ -111,6 +111,8 @@ function niceBytesStep(max, count) {
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 4 ? 4 : f <= 8 ? 8 : f <= 16 ? 16 : f <= 32 ? 32 : f <= 64 ? 64
     : f <= 128 ? 128 : f <= 256 ? 256 : f <= 512 ? 512 : 1024) * p;
 }
+// One drawing of the plot: the canvas sized to its box, the y scale fitted to the view, then
+// grid, marks, series, labels and cursors, each by its own method over the frame `f`.
 Plot.prototype.draw = function () {
   var c = this.canvas, dpr = window.devicePixelRatio || 1;
   var W = c.clientWidth || 1200, H = this.height;
@@ -123,19 +125,48 @@ Plot.prototype.draw = function () {
   var g = c.getContext('2d');
   g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.clearRect(0, 0, W, H);
-  var self = this, m = this.m, plotH = H - m.t - m.b;
-  // The y scale follows the highest value in view; the drawn maximum is recorded.
-  var ymax = 0, drawn = {};
-  this.series.forEach(function (s) {
-    var i0 = Math.max(0, lowerBound(s.xs, self.view[0]) - 1), i1 = Math.min(s.xs.length, lowerBound(s.xs, self.view[1]) + 1);
-    var mx = null;
-    for (var i = i0; i < i1; i++) if (mx === null || s.ys[i] > mx) mx = s.ys[i];
-    if (mx !== null) { ymax = Math.max(ymax, mx); drawn[s.name] = mx; }
-  });
+  var m = this.m, plotH = H - m.t - m.b;
+  var drawn = this.maxInView();
   this.drawnMax = drawn;
+  var ymax = 0;
+  Object.keys(drawn).forEach(function (k) { ymax = Math.max(ymax, drawn[k]); });
   if (ymax <= 0) ymax = 1;
   var ystep = niceBytesStep(ymax, 4), ytop = Math.ceil(ymax * 1.04 / ystep) * ystep;
-  var yToPx = function (y) { return m.t + plotH - y / ytop * plotH; };
+  var f = { g: g, W: W, plotH: plotH, yToPx: function (y) { return m.t + plotH - y / ytop * plotH; } };
+  this.drawGrid(f, ystep, ytop);
+  g.save();
+  g.beginPath();
+  g.rect(m.l, m.t - 4, W - m.l - m.r, plotH + 4);
+  g.clip();
+  this.drawMarks(f);
+  var self = this;
+  this.series.forEach(function (s) { self.drawSeries(f, s); });
+  this.drawLabels(f);
+  this.drawCursors(f);
+  g.restore();
+  g.strokeStyle = '#9aa6bb';
+  g.strokeRect(m.l + 0.5, m.t + 0.5, W - m.l - m.r - 1, plotH - 1);
+  c.dataset.viewFrom = String(this.view[0]);
+  c.dataset.viewTo = String(this.view[1]);
+  Object.keys(drawn).forEach(function (k) { c.dataset['drawnMax' + k.charAt(0).toUpperCase() + k.slice(1)] = String(drawn[k]); });
+};
+// The indices of series s from the point before the view to the one after it: [i0, i1).
+Plot.prototype.inView = function (s) {
+  return [Math.max(0, lowerBound(s.xs, this.view[0]) - 1), Math.min(s.xs.length, lowerBound(s.xs, this.view[1]) + 1)];
+};
+// The highest value of each series in view, by name (the y scale follows the highest; the
+// drawn maximum is recorded on the canvas).
+Plot.prototype.maxInView = function () {
+  var self = this, drawn = {};
+  this.series.forEach(function (s) {
+    var r = self.inView(s), mx = null;
+    for (var i = r[0]; i < r[1]; i++) if (mx === null || s.ys[i] > mx) mx = s.ys[i];
+    if (mx !== null) drawn[s.name] = mx;
+  });
+  return drawn;
+};
+Plot.prototype.drawGrid = function (f, ystep, ytop) {
+  var g = f.g, m = this.m, plotH = f.plotH;
   g.font = '11px system-ui, sans-serif';
   g.fillStyle = '#5b6474';
   g.strokeStyle = '#e6eaf0';
@@ -143,8 +174,8 @@ Plot.prototype.draw = function () {
   g.textAlign = 'right';
   g.textBaseline = 'middle';
   for (var y = 0; y <= ytop + 1e-9; y += ystep) {
-    var py = Math.round(yToPx(y)) + 0.5;
-    g.beginPath(); g.moveTo(m.l, py); g.lineTo(W - m.r, py); g.stroke();
+    var py = Math.round(f.yToPx(y)) + 0.5;
+    g.beginPath(); g.moveTo(m.l, py); g.lineTo(f.W - m.r, py); g.stroke();
     g.fillText(humanBytes(y), m.l - 6, py);
   }
   var span = this.view[1] - this.view[0], xstep = niceStep(span, 8);
@@ -153,15 +184,13 @@ Plot.prototype.draw = function () {
   for (var x = Math.ceil(this.view[0] / xstep) * xstep; x <= this.view[1]; x += xstep) {
     var px = Math.round(this.xToPx(x)) + 0.5;
     g.beginPath(); g.moveTo(px, m.t); g.lineTo(px, m.t + plotH); g.stroke();
-    if (px < W - m.r - 24) g.fillText(this.opts.xLabel(x, xstep), px, m.t + plotH + 6);
+    if (px < f.W - m.r - 24) g.fillText(this.opts.xLabel(x, xstep), px, m.t + plotH + 6);
   }
-  g.save();
-  g.beginPath();
-  g.rect(m.l, m.t - 4, W - m.l - m.r, plotH + 4);
-  g.clip();
-  // Marks of one style are one path; marks denser than one per four pixels are drawn as
-  // short ticks at the top (a trace of thousands of iterations).
-  var groups = {};
+};
+// Marks of one style are one path; marks denser than one per four pixels are drawn as
+// short ticks at the top (a trace of thousands of iterations).
+Plot.prototype.drawMarks = function (f) {
+  var self = this, g = f.g, m = this.m, plotH = f.plotH, groups = {};
   this.marks.forEach(function (mk) {
     if (mk.x < self.view[0] || mk.x > self.view[1]) return;
     var key = [mk.color, mk.width || 1, (mk.dash || []).join(','), mk.tick ? 1 : 0].join('|');
@@ -180,51 +209,54 @@ Plot.prototype.draw = function () {
     g.stroke();
     g.setLineDash([]);
   });
-  // Each series by pixel column: the first, lowest, highest and last value of the points
-  // in it (so every column's extremes are drawn exactly), a value holding until the next.
-  this.series.forEach(function (s) {
-    var i0 = Math.max(0, lowerBound(s.xs, self.view[0]) - 1), i1 = Math.min(s.xs.length, lowerBound(s.xs, self.view[1]) + 1);
-    if (i1 <= i0) return;
-    var cols = [], c = null;
-    for (var i = i0; i < i1; i++) {
-      var px = Math.round(self.xToPx(s.xs[i])), y = s.ys[i];
-      if (!c || c.px !== px) { c = { px: px, first: y, lo: y, hi: y, last: y }; cols.push(c); continue; }
-      if (y < c.lo) c.lo = y;
-      if (y > c.hi) c.hi = y;
-      c.last = y;
-    }
-    var end = s.stepEnd !== undefined ? Math.round(self.xToPx(Math.min(s.stepEnd, self.view[1]))) : cols[cols.length - 1].px;
-    var base = yToPx(0);
-    if (s.fill) {
-      g.fillStyle = s.fill;
-      cols.forEach(function (col, k) {
-        var next = k + 1 < cols.length ? cols[k + 1].px : end;
-        g.fillRect(col.px, yToPx(col.hi), 1, base - yToPx(col.hi));
-        if (next > col.px + 1) g.fillRect(col.px + 1, yToPx(col.last), next - col.px - 1, base - yToPx(col.last));
-      });
-    }
-    g.beginPath();
+};
+// A series by pixel column: the first, lowest, highest and last value of the points in it
+// (so every column's extremes are drawn exactly), a value holding until the next.
+Plot.prototype.drawSeries = function (f, s) {
+  var self = this, g = f.g, yToPx = f.yToPx, r = this.inView(s), i0 = r[0], i1 = r[1];
+  if (i1 <= i0) return;
+  var cols = [], c = null;
+  for (var i = i0; i < i1; i++) {
+    var px = Math.round(self.xToPx(s.xs[i])), y = s.ys[i];
+    if (!c || c.px !== px) { c = { px: px, first: y, lo: y, hi: y, last: y }; cols.push(c); continue; }
+    if (y < c.lo) c.lo = y;
+    if (y > c.hi) c.hi = y;
+    c.last = y;
+  }
+  var end = s.stepEnd !== undefined ? Math.round(self.xToPx(Math.min(s.stepEnd, self.view[1]))) : cols[cols.length - 1].px;
+  var base = yToPx(0);
+  if (s.fill) {
+    g.fillStyle = s.fill;
     cols.forEach(function (col, k) {
-      var x = col.px + 0.5;
-      if (k === 0) g.moveTo(x, yToPx(col.first));
-      else { g.lineTo(x, yToPx(cols[k - 1].last)); g.lineTo(x, yToPx(col.first)); }
-      if (col.hi !== col.lo) { g.lineTo(x, yToPx(col.hi)); g.lineTo(x, yToPx(col.lo)); }
-      g.lineTo(x, yToPx(col.last));
+      var next = k + 1 < cols.length ? cols[k + 1].px : end;
+      g.fillRect(col.px, yToPx(col.hi), 1, base - yToPx(col.hi));
+      if (next > col.px + 1) g.fillRect(col.px + 1, yToPx(col.last), next - col.px - 1, base - yToPx(col.last));
     });
-    if (end > cols[cols.length - 1].px) g.lineTo(end + 0.5, yToPx(cols[cols.length - 1].last));
-    g.strokeStyle = s.color;
-    g.lineWidth = s.width || 1.5;
-    g.setLineDash(s.dash || []);
-    g.stroke();
-    g.setLineDash([]);
+  }
+  g.beginPath();
+  cols.forEach(function (col, k) {
+    var x = col.px + 0.5;
+    if (k === 0) g.moveTo(x, yToPx(col.first));
+    else { g.lineTo(x, yToPx(cols[k - 1].last)); g.lineTo(x, yToPx(col.first)); }
+    if (col.hi !== col.lo) { g.lineTo(x, yToPx(col.hi)); g.lineTo(x, yToPx(col.lo)); }
+    g.lineTo(x, yToPx(col.last));
   });
-  // Labelled points (the peak) and labels of marks.
+  if (end > cols[cols.length - 1].px) g.lineTo(end + 0.5, yToPx(cols[cols.length - 1].last));
+  g.strokeStyle = s.color;
+  g.lineWidth = s.width || 1.5;
+  g.setLineDash(s.dash || []);
+  g.stroke();
+  g.setLineDash([]);
+};
+// Labelled points (the peak) and labels of marks.
+Plot.prototype.drawLabels = function (f) {
+  var self = this, g = f.g, m = this.m, W = f.W;
   g.textAlign = 'left';
   g.textBaseline = 'bottom';
   g.font = '600 11px system-ui, sans-serif';
   (this.opts.points || []).forEach(function (p) {
     if (p.x < self.view[0] || p.x > self.view[1]) return;
-    var px = self.xToPx(p.x), py = yToPx(p.y);
+    var px = self.xToPx(p.x), py = f.yToPx(p.y);
     g.fillStyle = p.color;
     g.beginPath(); g.arc(px, py, 4, 0, 2 * Math.PI); g.fill();
     var label = p.label, w = g.measureText(label).width;
@@ -236,6 +268,10 @@ Plot.prototype.draw = function () {
     g.fillStyle = mk.color;
     g.fillText(mk.label, px + 4 + w > W - m.r ? px - 4 - w : px + 4, m.t + 12 + (mk.row || 0) * 13);
   });
+};
+// The selected event (its state is shown below) and the cursor.
+Plot.prototype.drawCursors = function (f) {
+  var g = f.g, m = this.m, plotH = f.plotH;
   if (this.selected !== null && this.selected >= this.view[0] && this.selected <= this.view[1]) {
     var sx = Math.round(this.xToPx(this.selected)) + 0.5;
     g.strokeStyle = '#1d2330';
@@ -248,12 +284,6 @@ Plot.prototype.draw = function () {
     g.lineWidth = 1;
     g.beginPath(); g.moveTo(hx, m.t); g.lineTo(hx, m.t + plotH); g.stroke();
   }
-  g.restore();
-  g.strokeStyle = '#9aa6bb';
-  g.strokeRect(m.l + 0.5, m.t + 0.5, W - m.l - m.r - 1, plotH - 1);
-  c.dataset.viewFrom = String(this.view[0]);
-  c.dataset.viewTo = String(this.view[1]);
-  Object.keys(drawn).forEach(function (k) { c.dataset['drawnMax' + k.charAt(0).toUpperCase() + k.slice(1)] = String(drawn[k]); });
 };
 function legend(items) {
   var box = el('div', 'legend');

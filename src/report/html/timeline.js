@@ -1,6 +1,6 @@
 // The timeline section: a plot per device with its events, a click shows the state there.
 
-// The timeline of one device with its events, and the state at the recorded moments.
+// Every device's timeline plot, for the page's tests (memsnapReport.plots) and its first state.
 var plots = [];
 function timelineSection() {
   var sec = el('section', 'part');
@@ -17,6 +17,61 @@ function timelineSection() {
   if (!any) sec.appendChild(text('div', 'note', 'No trace in the file (recorded with enabled=\'state\' or without history): no timeline.'));
   return sec;
 }
+// The x of an event: a kept point's, else interpolated by index.
+function eventToX(tl, xs) {
+  return function (event) {
+    var i = lowerBound(tl.ev, event);
+    if (i < tl.ev.length && tl.ev[i] === event) return xs[i];
+    if (!tl.timed) return event;
+    if (i === 0) return xs[0];
+    if (i >= tl.ev.length) return xs[xs.length - 1];
+    var f = (event - tl.ev[i - 1]) / (tl.ev[i] - tl.ev[i - 1]);
+    return xs[i - 1] + f * (xs[i] - xs[i - 1]);
+  };
+}
+function timelineNote(tl, d) {
+  return commas(tl.ev.length) + ' of ' + commas(d.page.trace_events) + ' events drawn (each a real event; ' +
+    'every bucket of events keeps its lowest and highest values, so the peak stays at its value)' +
+    (tl.timed ? '; x: time from the first event in the file' : '; x: event index (the trace has no times)') +
+    (tl.consistent ? '' : '; the replay met a contradiction: figures after it are approximate');
+}
+// Iteration starts, OOMs and recorded states as marks; the peak as a labelled point.
+function timelineMarks(tl, states, xOf) {
+  var marks = [], points = [];
+  (tl.iterations || []).forEach(function (e, k) {
+    marks.push({ x: xOf(e), color: '#9aa6bb', dash: [3, 3], label: tl.iterations.length <= 24 ? 'it ' + (k + 1) : null, row: 1 });
+  });
+  (tl.ooms || []).forEach(function (e) { marks.push({ x: xOf(e), color: '#c62828', width: 2, label: 'OOM' }); });
+  if (tl.peak) points.push({ x: xOf(tl.peak.event), y: tl.peak.allocated, color: '#c62828', label: 'peak ' + humanBytes(tl.peak.allocated) });
+  states.forEach(function (s) { if (s.event !== null) marks.push({ x: xOf(s.event), color: '#1d2330', width: 1.5, tick: true }); });
+  return { marks: marks, points: points };
+}
+// The point under the cursor: of the points within two pixels, the one with the most
+// allocated memory (a pixel column can hold many events; its top is what is drawn).
+function nearestPoint(plot, tl, xs, x) {
+  var px = plot.xToPx(x), lo = lowerBound(xs, plot.pxToX(px - 2)), hi = lowerBound(xs, plot.pxToX(px + 2) + 1e-9);
+  var best = -1;
+  for (var k = lo; k < hi && k < xs.length; k++) if (best < 0 || tl.allocated[k] > tl.allocated[best]) best = k;
+  if (best >= 0) return best;
+  var i = lowerBound(xs, x);
+  if (i >= xs.length) i = xs.length - 1;
+  if (i > 0 && Math.abs(xs[i - 1] - x) <= Math.abs(xs[i] - x)) i--;
+  return i;
+}
+function timelineToolbar(toolbar, plot, tl, showDump) {
+  var jump = function (label, pick) {
+    var b = text('button', '', label);
+    b.addEventListener('click', pick);
+    return b;
+  };
+  append(toolbar, [jump('reset zoom', function () { plot.reset(); }),
+    jump('zoom in', function () { plot.zoom((plot.view[0] + plot.view[1]) / 2, 1 / 1.6); }),
+    jump('zoom out', function () { plot.zoom((plot.view[0] + plot.view[1]) / 2, 1.6); }),
+    tl.peak ? jump('state at the peak', function () { plot.showState(tl.peak.event, tl.peak.event); }) : null,
+    tl.ooms && tl.ooms.length ? jump('state at the OOM', function () { plot.showState(tl.ooms[tl.ooms.length - 1], tl.ooms[tl.ooms.length - 1]); }) : null,
+    jump('state at the dump', showDump),
+    text('span', 'hint', 'wheel: zoom; drag: pan; double-click: reset; hover: the event and its stack; click: the allocator state there')]);
+}
 function deviceTimeline(file, fi, d) {
   var tl = d.page.timeline, card = el('div', 'card');
   card.dataset.device = String(d.json.device);
@@ -25,27 +80,8 @@ function deviceTimeline(file, fi, d) {
   card.appendChild(title);
   var timed = tl.timed;
   var xs = tl.ev.map(function (e, i) { return timed ? tl.t[i] : e; });
-  var xOf = function (event) {  // x of an event: a kept point's, else interpolated by index
-    var i = lowerBound(tl.ev, event);
-    if (i < tl.ev.length && tl.ev[i] === event) return xs[i];
-    if (!timed) return event;
-    if (i === 0) return xs[0];
-    if (i >= tl.ev.length) return xs[xs.length - 1];
-    var f = (event - tl.ev[i - 1]) / (tl.ev[i] - tl.ev[i - 1]);
-    return xs[i - 1] + f * (xs[i] - xs[i - 1]);
-  };
-  var note = commas(tl.ev.length) + ' of ' + commas(d.page.trace_events) + ' events drawn (each a real event; ' +
-    'every bucket of events keeps its lowest and highest values, so the peak stays at its value)' +
-    (timed ? '; x: time from the first event in the file' : '; x: event index (the trace has no times)') +
-    (tl.consistent ? '' : '; the replay met a contradiction: figures after it are approximate');
-  var marks = [], points = [];
-  (tl.iterations || []).forEach(function (e, k) {
-    marks.push({ x: xOf(e), color: '#9aa6bb', dash: [3, 3], label: tl.iterations.length <= 24 ? 'it ' + (k + 1) : null, row: 1 });
-  });
-  (tl.ooms || []).forEach(function (e) { marks.push({ x: xOf(e), color: '#c62828', width: 2, label: 'OOM' }); });
-  if (tl.peak) points.push({ x: xOf(tl.peak.event), y: tl.peak.allocated, color: '#c62828', label: 'peak ' + humanBytes(tl.peak.allocated) });
-  var states = moments(d);
-  states.forEach(function (s) { if (s.event !== null) marks.push({ x: xOf(s.event), color: '#1d2330', width: 1.5, tick: true }); });
+  var xOf = eventToX(tl, xs);
+  var states = moments(d), shown = timelineMarks(tl, states, xOf);
   var toolbar = el('div', 'toolbar');
   card.appendChild(toolbar);
   card.appendChild(legend([{ color: '#b9c3d3', label: 'reserved' }, { color: '#e68a00', label: 'active (allocated + pending free)', dash: true },
@@ -53,18 +89,6 @@ function deviceTimeline(file, fi, d) {
     { color: '#1d2330', label: 'recorded states (ticks)' }]));
   var panel = el('div', 'statepanel');
   var plot;
-  // The point under the cursor: of the points within two pixels, the one with the most
-  // allocated memory (a pixel column can hold many events; its top is what is drawn).
-  var nearestPoint = function (x) {
-    var px = plot.xToPx(x), lo = lowerBound(xs, plot.pxToX(px - 2)), hi = lowerBound(xs, plot.pxToX(px + 2) + 1e-9);
-    var best = -1;
-    for (var k = lo; k < hi && k < xs.length; k++) if (best < 0 || tl.allocated[k] > tl.allocated[best]) best = k;
-    if (best >= 0) return best;
-    var i = lowerBound(xs, x);
-    if (i >= xs.length) i = xs.length - 1;
-    if (i > 0 && Math.abs(xs[i - 1] - x) <= Math.abs(xs[i] - x)) i--;
-    return i;
-  };
   var showState = function (event, asked) {
     var best = null;
     states.forEach(function (s) {
@@ -82,11 +106,11 @@ function deviceTimeline(file, fi, d) {
       { name: 'reserved', xs: xs, ys: tl.reserved, color: '#8d9ab0', fill: 'rgba(185,195,211,.35)', width: 1.2 },
       { name: 'active', xs: xs, ys: tl.active, color: '#e68a00', width: 1.3, dash: [5, 3] },
       { name: 'allocated', xs: xs, ys: tl.allocated, color: '#3b78d8', fill: 'rgba(59,120,216,.22)', width: 1.6 }],
-    marks: marks,
-    points: points,
+    marks: shown.marks,
+    points: shown.points,
     xLabel: function (x) { return timed ? '+' + duration(x) : Math.abs(x - Math.round(x)) > 1e-6 ? '' : commas(Math.round(x)); },
-    onHover: function (x) { return pointTip(file, tl, nearestPoint(x)); },
-    onClick: function (x) { var i = nearestPoint(x); showState(tl.ev[i], tl.ev[i]); }
+    onHover: function (x) { return pointTip(file, tl, nearestPoint(plot, tl, xs, x)); },
+    onClick: function (x) { var i = nearestPoint(plot, tl, xs, x); showState(tl.ev[i], tl.ev[i]); }
   });
   plot.device = d.json.device;
   plot.file = fi;
@@ -96,19 +120,12 @@ function deviceTimeline(file, fi, d) {
   plot.canvas.dataset.device = String(d.json.device);
   plot.canvas.dataset.file = String(fi);
   plot.canvas.classList.add('timeline');
-  var jump = function (label, pick) {
-    var b = text('button', '', label);
-    b.addEventListener('click', pick);
-    return b;
-  };
-  append(toolbar, [jump('reset zoom', function () { plot.reset(); }),
-    jump('zoom in', function () { plot.zoom((plot.view[0] + plot.view[1]) / 2, 1 / 1.6); }),
-    jump('zoom out', function () { plot.zoom((plot.view[0] + plot.view[1]) / 2, 1.6); }),
-    tl.peak ? jump('state at the peak', function () { showState(tl.peak.event, tl.peak.event); }) : null,
-    tl.ooms && tl.ooms.length ? jump('state at the OOM', function () { showState(tl.ooms[tl.ooms.length - 1], tl.ooms[tl.ooms.length - 1]); }) : null,
-    jump('state at the dump', function () { plot.selected = null; plot.draw(); renderState(panel, file, d, stateByMoment(d, 'dump'), null, xOf); }),
-    text('span', 'hint', 'wheel: zoom; drag: pan; double-click: reset; hover: the event and its stack; click: the allocator state there')]);
-  card.appendChild(text('div', 'note', note));
+  timelineToolbar(toolbar, plot, tl, function () {
+    plot.selected = null;
+    plot.draw();
+    renderState(panel, file, d, stateByMoment(d, 'dump'), null, xOf);
+  });
+  card.appendChild(text('div', 'note', timelineNote(tl, d)));
   card.appendChild(panel);
   return card;
 }
