@@ -105,6 +105,100 @@ void write_perfetto(io::OutputFile& output, const snapshot::Loaded& loaded, cons
               << (points == 1 ? " point, " : " points, ") << human_bytes(output.bytes_written()) << ")\n";
 }
 
+void add_export_options(CLI::App& cmd, ExportArgs& args) {
+  add_file_option(cmd, args.file);
+  cmd.add_option("-o,--output", args.output,
+                 "Output file (default: - for stdout); written to a temporary file and renamed into place")
+      ->option_text("OUT");
+  cmd.add_option("--format", args.format,
+                 "json or pickle (default: json for -o - and *.json, else pickle), or perfetto: the timeline as "
+                 "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, ExportFormat>{
+              {"json", ExportFormat::Json}, {"pickle", ExportFormat::Pickle}, {"perfetto", ExportFormat::Perfetto}},
+          CLI::ignore_case))
+      ->option_text("json|pickle|perfetto");
+  cmd.add_option("--device", args.window.device, "Only this device (default: all)")->option_text("N");
+  // The window options exclude each other; analysis::slice says so in one line.
+  cmd.add_option("--last", args.window.last, "The window: the last N trace events")->option_text("N");
+  cmd.add_option("--from", args.window.from, "The window: from trace event INDEX (inclusive)")->option_text("INDEX");
+  cmd.add_option("--to", args.window.to, "The window: up to trace event INDEX (inclusive)")->option_text("INDEX");
+  cmd.add_option("--from-time", args.window.from_time,
+                 "The window: from the first event at or after US (epoch microseconds)")
+      ->option_text("US");
+  cmd.add_option("--to-time", args.window.to_time,
+                 "The window: up to the last event at or before US (epoch microseconds)")
+      ->option_text("US");
+  cmd.add_option("--points", args.points,
+                 "perfetto: most counter samples per device (default 20000); each bucket of events keeps its "
+                 "lowest and highest values, and the peak and every OOM are kept")
+      ->check(CLI::Range(size_t{16}, size_t{10000000}))
+      ->option_text("N");
+  cmd.add_option("--iteration-marker", args.iteration_marker,
+                 "perfetto: where iterations start (as for analyze; default: detected)")
+      ->option_text("NAME");
+  add_max_memory_option(cmd, args.max_memory);
+  add_max_output_option(cmd, args.max_output);
+  add_quiet_option(cmd, args.quiet);
+}
+
+// The snapshot cut to the asked device and window, kept in `cut`; the whole one without either.
+const snapshot::Snapshot& cut_to_window(const snapshot::Snapshot& whole, const ExportArgs& args,
+                                        const std::string& shown, std::optional<snapshot::Snapshot>& cut) {
+  if (!args.window.device && !args.window.has_window()) return whole;
+  try {
+    cut.emplace(analysis::slice(whole, args.window));
+  } catch (const UsageError& e) {
+    throw Failure(e.what(), kBadInput);
+  }
+  for (const auto& w : cut->warnings) std::cerr << "memsnap: note: " << shown << ": " << w << '\n';
+  return *cut;
+}
+
+// "wrote OUT (pickle, 2 devices, 1,234 segments, 100,000 trace entries, 12.00 MiB)" on stderr.
+void say_exported(const ExportArgs& args, ExportFormat format, const snapshot::Snapshot& snap,
+                  const io::OutputFile& output) {
+  uint64_t events = 0, segments = 0;
+  for (const auto& d : snap.devices) {
+    events += d.trace.size();
+    segments += d.segments.size();
+  }
+  std::cerr << "wrote " << args.output << " (" << (format == ExportFormat::Json ? "JSON" : "pickle") << ", "
+            << snap.devices.size() << (snap.devices.size() == 1 ? " device, " : " devices, ") << with_commas(segments)
+            << (segments == 1 ? " segment, " : " segments, ") << with_commas(events)
+            << (events == 1 ? " trace entry, " : " trace entries, ") << human_bytes(output.bytes_written()) << ")\n";
+}
+
+void run_export(const ExportArgs& args) {
+  ExportFormat format = resolve_format(args);
+  if (format == ExportFormat::Pickle && args.output == "-" && isatty(STDOUT_FILENO))
+    throw Failure("refusing to write a pickle to a terminal: use -o FILE or redirect the output", kBadInput);
+  io::OutputFile output = open_output(args.output, {args.file});
+  CommonOptions common;
+  common.max_memory = args.max_memory;
+  common.quiet = args.quiet;
+  snapshot::Loaded loaded = load(args.file, common);
+  print_warnings(loaded);
+  bound_output(output, args.max_output, loaded.input.decoded_bytes);
+  std::string shown = args.file == "-" ? "<stdin>" : args.file;
+
+  std::optional<snapshot::Snapshot> cut;
+  const snapshot::Snapshot& snap = cut_to_window(loaded.snapshot, args, shown, cut);
+  if (format == ExportFormat::Json && least_json_bytes(snap) > output.limit())
+    throw Failure(output.limit_message(), kBadInput);
+  if (format == ExportFormat::Perfetto) {
+    write_perfetto(output, loaded, snap, shown, args);
+    return;
+  }
+  write_output(output, [&](std::ostream& out) {
+    if (format == ExportFormat::Json)
+      report::write_snapshot_json(out, snap);
+    else
+      report::write_snapshot_pickle(out, snap);
+  });
+  if (!output.is_stdout() && !args.quiet) say_exported(args, format, snap, output);
+}
+
 }  // namespace
 
 void add_export(CLI::App& app) {
@@ -113,88 +207,8 @@ void add_export(CLI::App& app) {
       app.add_subcommand("export",
                          "The snapshot in PyTorch's own schema, as JSON or a pickle the PyTorch memory viewer loads; "
                          "whole, or cut to a window of the trace with the state at its end");
-  add_file_option(*cmd, args->file);
-  cmd->add_option("-o,--output", args->output,
-                  "Output file (default: - for stdout); written to a temporary file and renamed into place")
-      ->option_text("OUT");
-  cmd->add_option("--format", args->format,
-                  "json or pickle (default: json for -o - and *.json, else pickle), or perfetto: the timeline as "
-                  "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, ExportFormat>{
-              {"json", ExportFormat::Json}, {"pickle", ExportFormat::Pickle}, {"perfetto", ExportFormat::Perfetto}},
-          CLI::ignore_case))
-      ->option_text("json|pickle|perfetto");
-  cmd->add_option("--device", args->window.device, "Only this device (default: all)")->option_text("N");
-  // The window options exclude each other; analysis::slice says so in one line.
-  cmd->add_option("--last", args->window.last, "The window: the last N trace events")->option_text("N");
-  cmd->add_option("--from", args->window.from, "The window: from trace event INDEX (inclusive)")->option_text("INDEX");
-  cmd->add_option("--to", args->window.to, "The window: up to trace event INDEX (inclusive)")->option_text("INDEX");
-  cmd->add_option("--from-time", args->window.from_time,
-                  "The window: from the first event at or after US (epoch microseconds)")
-      ->option_text("US");
-  cmd->add_option("--to-time", args->window.to_time,
-                  "The window: up to the last event at or before US (epoch microseconds)")
-      ->option_text("US");
-  cmd->add_option("--points", args->points,
-                  "perfetto: most counter samples per device (default 20000); each bucket of events keeps its "
-                  "lowest and highest values, and the peak and every OOM are kept")
-      ->check(CLI::Range(size_t{16}, size_t{10000000}))
-      ->option_text("N");
-  cmd->add_option("--iteration-marker", args->iteration_marker,
-                  "perfetto: where iterations start (as for analyze; default: detected)")
-      ->option_text("NAME");
-  add_max_memory_option(*cmd, args->max_memory);
-  add_max_output_option(*cmd, args->max_output);
-  add_quiet_option(*cmd, args->quiet);
-  cmd->callback([args] {
-    ExportFormat format = resolve_format(*args);
-    if (format == ExportFormat::Pickle && args->output == "-" && isatty(STDOUT_FILENO))
-      throw Failure("refusing to write a pickle to a terminal: use -o FILE or redirect the output", kBadInput);
-    io::OutputFile output = open_output(args->output, {args->file});
-    CommonOptions common;
-    common.max_memory = args->max_memory;
-    common.quiet = args->quiet;
-    snapshot::Loaded loaded = load(args->file, common);
-    print_warnings(loaded);
-    bound_output(output, args->max_output, loaded.input.decoded_bytes);
-    std::string shown = args->file == "-" ? "<stdin>" : args->file;
-
-    const snapshot::Snapshot* snap = &loaded.snapshot;
-    std::optional<snapshot::Snapshot> cut;
-    if (args->window.device || args->window.has_window()) {
-      try {
-        snap = &cut.emplace(analysis::slice(loaded.snapshot, args->window));
-      } catch (const UsageError& e) {
-        throw Failure(e.what(), kBadInput);
-      }
-      for (const auto& w : cut->warnings) std::cerr << "memsnap: note: " << shown << ": " << w << '\n';
-    }
-    if (format == ExportFormat::Json && least_json_bytes(*snap) > output.limit())
-      throw Failure(output.limit_message(), kBadInput);
-    if (format == ExportFormat::Perfetto) {
-      write_perfetto(output, loaded, *snap, shown, *args);
-      return;
-    }
-    write_output(output, [&](std::ostream& out) {
-      if (format == ExportFormat::Json)
-        report::write_snapshot_json(out, *snap);
-      else
-        report::write_snapshot_pickle(out, *snap);
-    });
-    if (!output.is_stdout() && !args->quiet) {
-      uint64_t events = 0, segments = 0;
-      for (const auto& d : snap->devices) {
-        events += d.trace.size();
-        segments += d.segments.size();
-      }
-      std::cerr << "wrote " << args->output << " (" << (format == ExportFormat::Json ? "JSON" : "pickle") << ", "
-                << snap->devices.size() << (snap->devices.size() == 1 ? " device, " : " devices, ")
-                << with_commas(segments) << (segments == 1 ? " segment, " : " segments, ") << with_commas(events)
-                << (events == 1 ? " trace entry, " : " trace entries, ") << human_bytes(output.bytes_written())
-                << ")\n";
-    }
-  });
+  add_export_options(*cmd, *args);
+  cmd->callback([args] { run_export(*args); });
 }
 
 }  // namespace memsnap::cli

@@ -25,6 +25,109 @@ struct ReportArgs {
   size_t states = 24;
 };
 
+void add_report_options(CLI::App& cmd, ReportArgs& args) {
+  cmd.add_option("FILE", args.files,
+                 "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin), or two: BEFORE AFTER for a "
+                 "diff")
+      ->required()
+      ->expected(1, 2);
+  cmd.add_option("-o,--output", args.output, "The HTML file to write (- for stdout)")->required()->option_text("OUT");
+  cmd.add_option("--device", args.device, "Only this device (default: all)")->option_text("N");
+  cmd.add_option("--iteration-marker", args.iteration_marker,
+                 "Where iterations start (as for analyze; default: detected)")
+      ->option_text("NAME");
+  cmd.add_option("--capacity", args.capacity,
+                 "The GPU's total memory (e.g. 80GiB), for the OOM analysis (as for analyze)")
+      ->option_text("SIZE");
+  cmd.add_option("--points", args.points,
+                 "Most timeline points per device (default 4000); each bucket of events keeps its lowest and "
+                 "highest values, and the peak and every OOM are kept")
+      ->check(CLI::Range(size_t{16}, size_t{100000}))
+      ->option_text("N");
+  cmd.add_option("--states", args.states,
+                 "Allocator states kept at events evenly spaced over the trace, besides the peak, the OOMs and "
+                 "iteration starts (default 24); a click on the timeline shows the nearest")
+      ->check(CLI::Range(size_t{0}, size_t{1000}))
+      ->option_text("N");
+  add_max_memory_option(cmd, args.common.max_memory);
+  add_quiet_option(cmd, args.common.quiet);
+}
+
+analysis::AnalyzeOptions report_analyze_options(const ReportArgs& args) {
+  analysis::AnalyzeOptions options;
+  options.device = args.device;
+  options.iterations.marker = args.iteration_marker;
+  if (!args.capacity.empty()) {
+    options.oom.capacity = parse_size(args.capacity);
+    if (!options.oom.capacity || *options.oom.capacity == 0)
+      throw Failure("--capacity: not a size: '" + args.capacity + "'", kBadInput);
+  }
+  analysis::TimelineOptions topt;
+  topt.max_points = args.points;
+  options.timeline = topt;
+  analysis::PageOptions popt;
+  popt.timeline_points = args.points;
+  popt.even_states = args.states;
+  options.page = popt;
+  return options;
+}
+
+// Two inputs are independent: parse them on both cores, as diff does.
+// Reserved: a vector that grows copies what has no noexcept move, and a Snapshot's copy is
+// a deep one (every string interned afresh, see StringTable): correct, but not free.
+std::vector<snapshot::Loaded> load_inputs(const std::vector<std::string>& files, const CommonOptions& common) {
+  std::vector<snapshot::Loaded> loaded;
+  loaded.reserve(files.size());
+  if (files.size() == 2) {
+    auto later = std::async(std::launch::async, [&] { return load(files[1], common); });
+    loaded.push_back(load(files[0], common));
+    loaded.push_back(later.get());
+  } else {
+    loaded.push_back(load(files[0], common));
+  }
+  return loaded;
+}
+
+// "wrote report.html (diff, 2 devices, 52 states, 1.20 MiB)" on stderr.
+void say_written(const ReportArgs& args, const std::vector<analysis::AnalyzeResult>& results,
+                 const io::OutputFile& output) {
+  size_t devices = 0, states = 0;
+  for (const auto& r : results)
+    for (const auto& d : r.devices)
+      if (d.page) {
+        ++devices;
+        states += d.page->states.size();
+      }
+  std::cerr << "wrote " << terminal_safe(args.output) << " (" << (args.files.size() == 2 ? "diff, " : "") << devices
+            << (devices == 1 ? " device, " : " devices, ") << states << (states == 1 ? " state, " : " states, ")
+            << human_bytes(output.bytes_written()) << ")\n";
+}
+
+void run_report(const ReportArgs& args) {
+  const auto& files = args.files;
+  if (files.size() == 2 && files[0] == "-" && files[1] == "-") throw Failure("- (stdin) can be given once", kBadInput);
+  analysis::AnalyzeOptions options = report_analyze_options(args);
+  io::OutputFile output = open_output(args.output, files);  // refused or unwritable: before the work
+  std::vector<snapshot::Loaded> loaded = load_inputs(files, args.common);
+  std::vector<std::unique_ptr<analysis::Context>> contexts;
+  std::vector<analysis::AnalyzeResult> results;
+  for (const auto& l : loaded) {
+    contexts.push_back(std::make_unique<analysis::Context>(l.snapshot, code_rules()));
+    results.push_back(analysis::analyze(*contexts.back(), options));
+    print_warnings(l, results.back().warnings);
+  }
+  report::HtmlView view;
+  for (size_t i = 0; i < loaded.size(); ++i)
+    view.files.push_back({report::Source{loaded[i].input, *contexts[i]}, &results[i]});
+  std::vector<analysis::DeviceDiff> diff;
+  if (loaded.size() == 2) {
+    diff = analysis::diff_snapshots(*contexts[0], *contexts[1]);
+    view.diff = &diff;
+  }
+  write_output(output, [&](std::ostream& out) { report::write_report_html(out, view); });
+  if (!output.is_stdout() && !args.common.quiet) say_written(args, results, output);
+}
+
 }  // namespace
 
 void add_report(CLI::App& app) {
@@ -33,93 +136,8 @@ void add_report(CLI::App& app) {
       "report",
       "One self-contained HTML page to open offline: the verdict, an interactive timeline with the state at "
       "its events, the largest blocks, flame graphs and segment maps; with two files, their diff");
-  cmd->add_option("FILE", args->files,
-                  "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin), or two: BEFORE AFTER for a "
-                  "diff")
-      ->required()
-      ->expected(1, 2);
-  cmd->add_option("-o,--output", args->output, "The HTML file to write (- for stdout)")->required()->option_text("OUT");
-  cmd->add_option("--device", args->device, "Only this device (default: all)")->option_text("N");
-  cmd->add_option("--iteration-marker", args->iteration_marker,
-                  "Where iterations start (as for analyze; default: detected)")
-      ->option_text("NAME");
-  cmd->add_option("--capacity", args->capacity,
-                  "The GPU's total memory (e.g. 80GiB), for the OOM analysis (as for analyze)")
-      ->option_text("SIZE");
-  cmd->add_option("--points", args->points,
-                  "Most timeline points per device (default 4000); each bucket of events keeps its lowest and "
-                  "highest values, and the peak and every OOM are kept")
-      ->check(CLI::Range(size_t{16}, size_t{100000}))
-      ->option_text("N");
-  cmd->add_option("--states", args->states,
-                  "Allocator states kept at events evenly spaced over the trace, besides the peak, the OOMs and "
-                  "iteration starts (default 24); a click on the timeline shows the nearest")
-      ->check(CLI::Range(size_t{0}, size_t{1000}))
-      ->option_text("N");
-  add_max_memory_option(*cmd, args->common.max_memory);
-  add_quiet_option(*cmd, args->common.quiet);
-  cmd->callback([args] {
-    const auto& files = args->files;
-    if (files.size() == 2 && files[0] == "-" && files[1] == "-")
-      throw Failure("- (stdin) can be given once", kBadInput);
-    analysis::AnalyzeOptions options;
-    options.device = args->device;
-    options.iterations.marker = args->iteration_marker;
-    if (!args->capacity.empty()) {
-      options.oom.capacity = parse_size(args->capacity);
-      if (!options.oom.capacity || *options.oom.capacity == 0)
-        throw Failure("--capacity: not a size: '" + args->capacity + "'", kBadInput);
-    }
-    analysis::TimelineOptions topt;
-    topt.max_points = args->points;
-    options.timeline = topt;
-    analysis::PageOptions popt;
-    popt.timeline_points = args->points;
-    popt.even_states = args->states;
-    options.page = popt;
-    io::OutputFile output = open_output(args->output, files);  // refused or unwritable: before the work
-
-    // Two inputs are independent: parse them on both cores, as diff does.
-    // Reserved: a vector that grows copies what has no noexcept move, and a Snapshot's copy is
-    // a deep one (every string interned afresh, see StringTable): correct, but not free.
-    std::vector<snapshot::Loaded> loaded;
-    loaded.reserve(files.size());
-    if (files.size() == 2) {
-      auto later = std::async(std::launch::async, [&] { return load(files[1], args->common); });
-      loaded.push_back(load(files[0], args->common));
-      loaded.push_back(later.get());
-    } else {
-      loaded.push_back(load(files[0], args->common));
-    }
-    std::vector<std::unique_ptr<analysis::Context>> contexts;
-    std::vector<analysis::AnalyzeResult> results;
-    for (const auto& l : loaded) {
-      contexts.push_back(std::make_unique<analysis::Context>(l.snapshot, code_rules()));
-      results.push_back(analysis::analyze(*contexts.back(), options));
-      print_warnings(l, results.back().warnings);
-    }
-    report::HtmlView view;
-    for (size_t i = 0; i < loaded.size(); ++i)
-      view.files.push_back({report::Source{loaded[i].input, *contexts[i]}, &results[i]});
-    std::vector<analysis::DeviceDiff> diff;
-    if (loaded.size() == 2) {
-      diff = analysis::diff_snapshots(*contexts[0], *contexts[1]);
-      view.diff = &diff;
-    }
-    write_output(output, [&](std::ostream& out) { report::write_report_html(out, view); });
-    if (!output.is_stdout() && !args->common.quiet) {
-      size_t devices = 0, states = 0;
-      for (const auto& r : results)
-        for (const auto& d : r.devices)
-          if (d.page) {
-            ++devices;
-            states += d.page->states.size();
-          }
-      std::cerr << "wrote " << terminal_safe(args->output) << " (" << (files.size() == 2 ? "diff, " : "") << devices
-                << (devices == 1 ? " device, " : " devices, ") << states << (states == 1 ? " state, " : " states, ")
-                << human_bytes(output.bytes_written()) << ")\n";
-    }
-  });
+  add_report_options(*cmd, *args);
+  cmd->callback([args] { run_report(*args); });
 }
 
 }  // namespace memsnap::cli
