@@ -88,6 +88,78 @@ CheckLine skipped(CheckLine l, SkipReason why) {
   return l;
 }
 
+// Only a peak above the limit is a finding when the trace dropped events: a higher one
+// may have been dropped.
+CheckLine peak_line(const std::string& file, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
+                    uint64_t limit) {
+  const bool dropped = d.trace.dropped != DroppedEvents::NotShown;
+  if (d.peaks.allocated && dropped && d.peaks.allocated->allocated_bytes <= limit) {
+    CheckLine l = skipped(line(file, d.device, CheckKind::MaxPeak, d.peaks.allocated->allocated_bytes, limit,
+                               "devices[].trace.events_dropped"),
+                          SkipReason::PeakWithinDroppedTrace);
+    l.trace = d.trace;
+    l.trace_alloc_max_entries = settings.trace_alloc_max_entries;
+    return l;
+  }
+  if (d.peaks.allocated)
+    return line(file, d.device, CheckKind::MaxPeak, d.peaks.allocated->allocated_bytes, limit,
+                "devices[].peak.allocated_bytes");
+  return line(file, d.device, CheckKind::MaxPeak, d.accounting.allocated_bytes, limit,
+              "devices[].totals.allocated_bytes (no trace, so no peak)");
+}
+
+// The worst pool of those that strand enough to matter.
+CheckLine fragmentation_line(const std::string& file, const DeviceAnalysis& d, double limit) {
+  double worst = 0;
+  CheckLine l;
+  l.floor_bytes = kFragmentationFloorBytes;
+  for (const auto& p : d.accounting.pools) {
+    if (p.stranded_bytes < kFragmentationFloorBytes) {
+      l.pools_ignored += p.fragmentation > 0 ? 1 : 0;
+      continue;
+    }
+    if (l.pool.empty() || p.fragmentation > worst) {
+      worst = p.fragmentation;
+      l.pool = std::string(snapshot::to_string(p.pool)) + " pool, stream " + std::to_string(p.stream);
+      if (p.is_private())
+        l.pool = "private pool (" + std::to_string(p.pool_id[0]) + "," + std::to_string(p.pool_id[1]) + ") " + l.pool;
+      l.pool_stranded_bytes = p.stranded_bytes;
+    }
+  }
+  l.file = file;
+  l.device = d.device;
+  l.check = CheckKind::MaxFragmentation;
+  l.status = worst <= limit ? CheckStatus::Pass : CheckStatus::Fail;
+  l.ratio = true;
+  l.figure_ratio = worst;
+  l.limit_ratio = limit;
+  l.field = "devices[].fragmentation.pools[].fragmentation (the highest pool)";
+  return l;
+}
+
+CheckLine leaks_line(const std::string& file, const DeviceAnalysis& d) {
+  if (leaks_judged(d.iterations)) return line(file, d.device, CheckKind::NoLeaks, d.leaks.size(), 0, "devices[].leaks");
+  CheckLine l =
+      skipped(line(file, d.device, CheckKind::NoLeaks, 0, 0, "devices[].iterations"), SkipReason::TooFewIterations);
+  l.iterations = d.iterations;
+  return l;
+}
+
+// An OOM in the trace fails; none passes only when the trace shows no sign of having
+// dropped what came before it.
+CheckLine oom_line(const std::string& file, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings) {
+  if (!d.trace.entries)
+    return skipped(line(file, d.device, CheckKind::NoOom, 0, 0, "devices[].trace.entries"), SkipReason::NoTrace);
+  if (d.ooms.total == 0 && d.trace.dropped != DroppedEvents::NotShown) {
+    CheckLine l = skipped(line(file, d.device, CheckKind::NoOom, 0, 0, "devices[].trace.events_dropped"),
+                          SkipReason::OomsDropped);
+    l.trace = d.trace;
+    l.trace_alloc_max_entries = settings.trace_alloc_max_entries;
+    return l;
+  }
+  return line(file, d.device, CheckKind::NoOom, d.ooms.total, 0, "devices[].oom_events");
+}
+
 void check_device(const std::string& file, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
                   const Limits& limits, std::vector<CheckLine>& out) {
   const auto& t = d.accounting;
@@ -97,80 +169,13 @@ void check_device(const std::string& file, const DeviceAnalysis& d, const snapsh
   if (limits.max_allocated)
     out.push_back(line(file, d.device, CheckKind::MaxAllocated, t.allocated_bytes, *limits.max_allocated,
                        "devices[].totals.allocated_bytes"));
-  const bool dropped = d.trace.dropped != DroppedEvents::NotShown;
-  if (limits.max_peak) {
-    if (d.peaks.allocated && dropped && d.peaks.allocated->allocated_bytes <= *limits.max_peak) {
-      // Only a peak above the limit is a finding: a higher one may have been dropped.
-      CheckLine l = skipped(line(file, d.device, CheckKind::MaxPeak, d.peaks.allocated->allocated_bytes,
-                                 *limits.max_peak, "devices[].trace.events_dropped"),
-                            SkipReason::PeakWithinDroppedTrace);
-      l.trace = d.trace;
-      l.trace_alloc_max_entries = settings.trace_alloc_max_entries;
-      out.push_back(std::move(l));
-    } else if (d.peaks.allocated) {
-      out.push_back(line(file, d.device, CheckKind::MaxPeak, d.peaks.allocated->allocated_bytes, *limits.max_peak,
-                         "devices[].peak.allocated_bytes"));
-    } else {
-      out.push_back(line(file, d.device, CheckKind::MaxPeak, t.allocated_bytes, *limits.max_peak,
-                         "devices[].totals.allocated_bytes (no trace, so no peak)"));
-    }
-  }
-  if (limits.max_fragmentation) {
-    double worst = 0;  // the worst pool of those that strand enough to matter
-    CheckLine l;
-    l.floor_bytes = kFragmentationFloorBytes;
-    for (const auto& p : t.pools) {
-      if (p.stranded_bytes < kFragmentationFloorBytes) {
-        l.pools_ignored += p.fragmentation > 0 ? 1 : 0;
-        continue;
-      }
-      if (l.pool.empty() || p.fragmentation > worst) {
-        worst = p.fragmentation;
-        l.pool = std::string(snapshot::to_string(p.pool)) + " pool, stream " + std::to_string(p.stream);
-        if (p.is_private())
-          l.pool = "private pool (" + std::to_string(p.pool_id[0]) + "," + std::to_string(p.pool_id[1]) + ") " + l.pool;
-        l.pool_stranded_bytes = p.stranded_bytes;
-      }
-    }
-    l.file = file;
-    l.device = d.device;
-    l.check = CheckKind::MaxFragmentation;
-    l.status = worst <= *limits.max_fragmentation ? CheckStatus::Pass : CheckStatus::Fail;
-    l.ratio = true;
-    l.figure_ratio = worst;
-    l.limit_ratio = *limits.max_fragmentation;
-    l.field = "devices[].fragmentation.pools[].fragmentation (the highest pool)";
-    out.push_back(std::move(l));
-  }
+  if (limits.max_peak) out.push_back(peak_line(file, d, settings, *limits.max_peak));
+  if (limits.max_fragmentation) out.push_back(fragmentation_line(file, d, *limits.max_fragmentation));
   if (limits.max_stranded)
     out.push_back(line(file, d.device, CheckKind::MaxStranded, t.stranded_bytes, *limits.max_stranded,
                        "devices[].fragmentation.stranded_bytes"));
-  if (limits.no_leaks) {
-    if (leaks_judged(d.iterations)) {
-      out.push_back(line(file, d.device, CheckKind::NoLeaks, d.leaks.size(), 0, "devices[].leaks"));
-    } else {
-      CheckLine l =
-          skipped(line(file, d.device, CheckKind::NoLeaks, 0, 0, "devices[].iterations"), SkipReason::TooFewIterations);
-      l.iterations = d.iterations;
-      out.push_back(std::move(l));
-    }
-  }
-  if (limits.no_oom) {
-    // An OOM in the trace fails; none passes only when the trace shows no sign of
-    // having dropped what came before it.
-    if (!d.trace.entries) {
-      out.push_back(
-          skipped(line(file, d.device, CheckKind::NoOom, 0, 0, "devices[].trace.entries"), SkipReason::NoTrace));
-    } else if (d.ooms.total == 0 && dropped) {
-      CheckLine l = skipped(line(file, d.device, CheckKind::NoOom, 0, 0, "devices[].trace.events_dropped"),
-                            SkipReason::OomsDropped);
-      l.trace = d.trace;
-      l.trace_alloc_max_entries = settings.trace_alloc_max_entries;
-      out.push_back(std::move(l));
-    } else {
-      out.push_back(line(file, d.device, CheckKind::NoOom, d.ooms.total, 0, "devices[].oom_events"));
-    }
-  }
+  if (limits.no_leaks) out.push_back(leaks_line(file, d));
+  if (limits.no_oom) out.push_back(oom_line(file, d, settings));
 }
 
 }  // namespace

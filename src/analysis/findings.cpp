@@ -78,19 +78,20 @@ std::optional<FindingKind> finding_kind_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d, const FindingThresholds& t) {
-  (void)ctx;
-  std::vector<Finding> f;
-  // Out of memory first: one per explained OOM, by its leading cause.
+namespace {
+
+// Out of memory first: one per explained OOM, by its leading cause.
+void add_oom_findings(std::vector<Finding>& f, const DeviceAnalysis& d) {
   for (size_t i = 0; i < d.ooms.explained.size(); ++i) {
     const OomReport& r = d.ooms.explained[i];
     f.push_back({oom_kind(r.cause()), Severity::Critical, r.requested_bytes, i});
     if (r.retry_in_except) f.push_back({FindingKind::OomRetryInExcept, Severity::Warning, r.requested_bytes, i});
   }
-  if (!d.trace.consistent && d.trace.first_mismatch)
-    f.push_back({FindingKind::TraceInconsistent, Severity::Warning, 0, 0});
-  // Across iterations: leaks by pattern, one finding per pattern; the headline growth
-  // is the iterations' own figure, so the line, the table and the finding agree.
+}
+
+// Across iterations: leaks by pattern, one finding per pattern; the headline growth
+// is the iterations' own figure, so the line, the table and the finding agree.
+void add_growth_findings(std::vector<Finding>& f, const DeviceAnalysis& d, const FindingThresholds& t) {
   const Iterations& it = d.iterations;
   uint64_t growth = it.growth_bytes_per_iteration > 0 ? uint64_t(it.growth_bytes_per_iteration) : 0;
   bool autograd = false, list = false, other = false;
@@ -120,6 +121,10 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
       it.rising_share >= t.growth_rising_share && d.peaks.allocated &&
       double(growth) * double(it.count) > t.growth_share_of_peak * double(d.peaks.allocated->allocated_bytes))
     f.push_back({FindingKind::GrowthUnattributed, Severity::Warning, growth, 0});
+}
+
+// How the program runs: the model's build, churn of the cache, activations kept.
+void add_behaviour_findings(std::vector<Finding>& f, const DeviceAnalysis& d, const FindingThresholds& t) {
   // How the model is built: a parameter too large for the device.
   if (d.big_layer)
     f.push_back({FindingKind::BigLayer, d.memory_pressure ? Severity::Warning : Severity::Info,
@@ -136,8 +141,11 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
   if (d.structure && d.structure->keeps_activations && !d.structure->backward_seen && d.structure->kept_bytes > 0 &&
       !d.training)
     f.push_back({FindingKind::ActivationsKeptWithoutBackward, Severity::Info, d.structure->kept_bytes, 0});
-  // The state: warnings only when memory was tight (an OOM, a flush-and-retry, a peak
-  // near the device's capacity); otherwise the cached memory cost the run nothing.
+}
+
+// The state: warnings only when memory was tight (an OOM, a flush-and-retry, a peak
+// near the device's capacity); otherwise the cached memory cost the run nothing.
+void add_state_findings(std::vector<Finding>& f, const DeviceAnalysis& d, const FindingThresholds& t) {
   const Accounting& a = d.accounting;
   const uint64_t reserved = a.reserved_bytes;
   const Severity tight = d.memory_pressure ? Severity::Warning : Severity::Info;
@@ -162,6 +170,19 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
     f.push_back({FindingKind::ReleasableCache, Severity::Info, a.releasable_bytes, 0});
   if (passes(a.pending_free_bytes, reserved, t.pending_share, t.pending_min_bytes))
     f.push_back({FindingKind::PendingFree, Severity::Info, a.pending_free_bytes, 0});
+}
+
+}  // namespace
+
+std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d, const FindingThresholds& t) {
+  (void)ctx;
+  std::vector<Finding> f;
+  add_oom_findings(f, d);
+  if (!d.trace.consistent && d.trace.first_mismatch)
+    f.push_back({FindingKind::TraceInconsistent, Severity::Warning, 0, 0});
+  add_growth_findings(f, d, t);
+  add_behaviour_findings(f, d, t);
+  add_state_findings(f, d, t);
   return f;
 }
 

@@ -96,76 +96,82 @@ Json model_per_step_json(const analysis::ModelPerStep& m) {
           {"still_allocated_bytes", m.still_allocated_bytes}};
 }
 
-void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
-  const auto& t = a.trace;
+namespace {
+
+Json trace_json(const analysis::TraceSummary& t) {
   Json trace = {{"entries", t.entries}, {"first_time_us", opt(t.first_time_us)}, {"last_time_us", opt(t.last_time_us)}};
-  {
-    trace["window_starts_mid_run"] = t.window_starts_mid_run;
-    trace["events_dropped"] = t.dropped != analysis::DroppedEvents::NotShown;
-    trace["events_dropped_evidence"] =
-        t.dropped != analysis::DroppedEvents::NotShown ? Json(analysis::to_string(t.dropped)) : Json(nullptr);
-    trace["consistent"] = t.consistent;
-    trace["first_mismatch"] = t.first_mismatch
-                                  ? Json{{"event_index", t.first_mismatch->event}, {"message", t.first_mismatch->what}}
-                                  : Json(nullptr);
-    trace["estimated_blocks"] = t.estimated_blocks;
-    if (t.layout)
-      trace["layout"] = {
-          {"equal", t.layout->equal},
-          {"segments_compared", t.layout->segments},
-          {"blocks_compared", t.layout->blocks},
-          {"first_difference", t.layout->first_difference.empty() ? Json(nullptr) : Json(t.layout->first_difference)},
-          {"first_unfollowed_event", opt(t.layout->first_unfollowed_event)}};
-  }
-  d["trace"] = std::move(trace);
-  if (const auto& p = a.peaks.allocated) {
-    Json sites = Json::array();
-    for (const auto& s : p->top_sites) sites.push_back(site_bytes_json(s));
-    d["peak"] = {{"time_us", opt(p->time_us)},
-                 {"event_index", p->at_window_start ? Json(-1) : Json(p->event_index)},
-                 {"at_window_start", p->at_window_start},
-                 {"allocated_bytes", p->allocated_bytes},
-                 {"reserved_bytes", p->reserved_bytes},
-                 {"active_bytes", p->active_bytes},
-                 {"top_sites", std::move(sites)}};
-  } else {
-    d["peak"] = nullptr;
-  }
-  if (const auto& r = a.peaks.reserved)
-    d["peak_reserved"] = {{"bytes", r->bytes},
-                          {"event_index", r->at_window_start ? Json(-1) : Json(r->event_index)},
-                          {"time_us", opt(r->time_us)},
-                          {"at_window_start", r->at_window_start}};
-  else
-    d["peak_reserved"] = nullptr;
-  const auto& it = a.iterations;
-  std::string evidence = iteration_evidence(it);
-  d["iterations"] = {{"count", it.count},
-                     {"period_us", opt(it.period_us)},
-                     {"growth_bytes_per_iteration", it.found() ? Json(it.growth_bytes_per_iteration) : Json(nullptr)},
-                     {"period_events", it.period_events},
-                     {"method", iteration_method(it)},
-                     {"match_ratio", it.match_ratio},
-                     {"boundaries", it.boundaries},
-                     {"evidence", evidence},
-                     {"allocations", it.allocations},
-                     {"allocations_with_stack", it.allocations_with_stack}};
-  d["iterations_evidence"] = evidence;
-  if (const auto& s = a.structure)
-    d["structure"] = {{"kind", structure_kind(*s, it)},
-                      {"description", structure_words(*s, it)},
-                      {"repeats", s->repeats},
-                      {"allocations_per_repeat", s->period_allocations},
-                      {"first_event", s->first_event},
-                      {"last_event", s->last_event},
-                      {"loop_site", s->loop_site},
-                      {"keeps_activations", s->keeps_activations},
-                      {"kept_share", s->kept_share},
-                      {"kept_bytes", s->kept_bytes},
-                      {"backward_seen", s->backward_seen},
-                      {"growth_bytes_per_repeat", s->growth_bytes_per_repeat}};
-  else
-    d["structure"] = nullptr;
+  trace["window_starts_mid_run"] = t.window_starts_mid_run;
+  trace["events_dropped"] = t.dropped != analysis::DroppedEvents::NotShown;
+  trace["events_dropped_evidence"] =
+      t.dropped != analysis::DroppedEvents::NotShown ? Json(analysis::to_string(t.dropped)) : Json(nullptr);
+  trace["consistent"] = t.consistent;
+  trace["first_mismatch"] = t.first_mismatch
+                                ? Json{{"event_index", t.first_mismatch->event}, {"message", t.first_mismatch->what}}
+                                : Json(nullptr);
+  trace["estimated_blocks"] = t.estimated_blocks;
+  if (t.layout)
+    trace["layout"] = {
+        {"equal", t.layout->equal},
+        {"segments_compared", t.layout->segments},
+        {"blocks_compared", t.layout->blocks},
+        {"first_difference", t.layout->first_difference.empty() ? Json(nullptr) : Json(t.layout->first_difference)},
+        {"first_unfollowed_event", opt(t.layout->first_unfollowed_event)}};
+  return trace;
+}
+
+Json peak_json(const analysis::Peaks& peaks) {
+  const auto& p = peaks.allocated;
+  if (!p) return nullptr;
+  Json sites = Json::array();
+  for (const auto& s : p->top_sites) sites.push_back(site_bytes_json(s));
+  return {{"time_us", opt(p->time_us)},
+          {"event_index", p->at_window_start ? Json(-1) : Json(p->event_index)},
+          {"at_window_start", p->at_window_start},
+          {"allocated_bytes", p->allocated_bytes},
+          {"reserved_bytes", p->reserved_bytes},
+          {"active_bytes", p->active_bytes},
+          {"top_sites", std::move(sites)}};
+}
+
+Json peak_reserved_json(const analysis::Peaks& peaks) {
+  const auto& r = peaks.reserved;
+  if (!r) return nullptr;
+  return {{"bytes", r->bytes},
+          {"event_index", r->at_window_start ? Json(-1) : Json(r->event_index)},
+          {"time_us", opt(r->time_us)},
+          {"at_window_start", r->at_window_start}};
+}
+
+Json iterations_json(const analysis::Iterations& it, const std::string& evidence) {
+  return {{"count", it.count},
+          {"period_us", opt(it.period_us)},
+          {"growth_bytes_per_iteration", it.found() ? Json(it.growth_bytes_per_iteration) : Json(nullptr)},
+          {"period_events", it.period_events},
+          {"method", iteration_method(it)},
+          {"match_ratio", it.match_ratio},
+          {"boundaries", it.boundaries},
+          {"evidence", evidence},
+          {"allocations", it.allocations},
+          {"allocations_with_stack", it.allocations_with_stack}};
+}
+
+Json structure_json(const std::optional<analysis::Structure>& s, const analysis::Iterations& it) {
+  if (!s) return nullptr;
+  return {{"kind", structure_kind(*s, it)},
+          {"description", structure_words(*s, it)},
+          {"repeats", s->repeats},
+          {"allocations_per_repeat", s->period_allocations},
+          {"first_event", s->first_event},
+          {"last_event", s->last_event},
+          {"loop_site", s->loop_site},
+          {"keeps_activations", s->keeps_activations},
+          {"kept_share", s->kept_share},
+          {"kept_bytes", s->kept_bytes},
+          {"backward_seen", s->backward_seen},
+          {"growth_bytes_per_repeat", s->growth_bytes_per_repeat}};
+}
+
+Json leaks_json(const analysis::DeviceAnalysis& a) {
   Json leaks = Json::array();
   for (const auto& l : a.leaks)
     leaks.push_back({{"site", l.site},
@@ -179,8 +185,10 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
                      {"iterations_retained", l.iterations_retained},
                      {"iterations_judged", l.iterations_judged},
                      {"pattern", analysis::to_string(l.pattern)}});
-  d["leaks"] = std::move(leaks);
-  d["leaks_judged"] = analysis::leaks_judged(it);  // false: an empty list says nothing (fewer than 5 iterations)
+  return leaks;
+}
+
+Json growing_json(const analysis::DeviceAnalysis& a) {
   Json growing = Json::array();
   for (const auto& g : a.growing)
     growing.push_back({{"site", g.site},
@@ -189,7 +197,23 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
                        {"first_iteration", g.first_iteration},
                        {"last_iteration", g.last_iteration},
                        {"iterations", g.iterations}});
-  d["growing_allocations"] = std::move(growing);
+  return growing;
+}
+
+}  // namespace
+
+void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
+  d["trace"] = trace_json(a.trace);
+  d["peak"] = peak_json(a.peaks);
+  d["peak_reserved"] = peak_reserved_json(a.peaks);
+  std::string evidence = iteration_evidence(a.iterations);
+  d["iterations"] = iterations_json(a.iterations, evidence);
+  d["iterations_evidence"] = evidence;
+  d["structure"] = structure_json(a.structure, a.iterations);
+  d["leaks"] = leaks_json(a);
+  d["leaks_judged"] =
+      analysis::leaks_judged(a.iterations);  // false: an empty list says nothing (fewer than 5 iterations)
+  d["growing_allocations"] = growing_json(a);
 }
 
 namespace {
