@@ -11,6 +11,14 @@
 
 namespace memsnap::test {
 
+/// The whole model, every table, device and field (Snapshot's defaulted operator==), so a
+/// field one parser fills and the other drops fails here; the message names the first one.
+inline void check_same_model(const snapshot::Snapshot& a, const snapshot::Snapshot& b) {
+  std::string diff = first_difference(a, b);
+  CHECK_MESSAGE(a == b, "the two models differ at " << diff);
+  CHECK(diff.empty());
+}
+
 /// A stack as text ("file:line:name < ..."), memoized per stack id of one snapshot.
 class StackText {
  public:
