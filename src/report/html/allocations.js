@@ -13,9 +13,7 @@ function devicePicker(onPick) {
 }
 
 function allocationsSection() {
-  var sec = el('section', 'part');
-  sec.id = 'allocations';
-  sec.appendChild(text('h2', '', 'Largest live blocks'));
+  var sec = section('allocations', 'Largest live blocks');
   var list = devicePicker();
   if (!list.length) return sec;
   var cur = { dev: list[0], moment: null, query: '' };

@@ -1,9 +1,7 @@
 // The diff section (two files): totals, both timelines on one axis, sites by change.
 
 function diffSection() {
-  var sec = el('section', 'part');
-  sec.id = 'diff';
-  sec.appendChild(text('h2', '', 'Diff: ' + DATA.files[0].path + ' \u2192 ' + DATA.files[1].path));
+  var sec = section('diff', 'Diff: ' + DATA.files[0].path + ' \u2192 ' + DATA.files[1].path);
   DATA.diff.devices.forEach(function (dd, k) {
     var card = el('div', 'card');
     card.dataset.device = String(dd.device);

@@ -105,9 +105,7 @@ Flame.prototype.describe = function (i) {
   return box;
 };
 function flameSection() {
-  var sec = el('section', 'part');
-  sec.id = 'flame';
-  sec.appendChild(text('h2', '', 'Flame graph of live memory'));
+  var sec = section('flame', 'Flame graph of live memory');
   var list = devicePicker();
   if (!list.length) return sec;
   var cur = { dev: list[0], moment: 'dump' };

@@ -1,9 +1,7 @@
 // The fragmentation section: figures, segment maps and the sites that pin stranded memory.
 
 function fragmentationSection() {
-  var sec = el('section', 'part');
-  sec.id = 'fragmentation';
-  sec.appendChild(text('h2', '', 'Fragmentation'));
+  var sec = section('fragmentation', 'Fragmentation');
   DATA.files.forEach(function (file, fi) {
     devicesOf(file).forEach(function (d) {
       if (d.json.unused || !d.page) return;

@@ -3,9 +3,7 @@
 // Every device's timeline plot, for the page's tests (memsnapReport.plots) and its first state.
 var plots = [];
 function timelineSection() {
-  var sec = el('section', 'part');
-  sec.id = 'timeline';
-  sec.appendChild(text('h2', '', 'Timeline'));
+  var sec = section('timeline', 'Timeline');
   var any = false;
   DATA.files.forEach(function (file, fi) {
     devicesOf(file).forEach(function (d) {

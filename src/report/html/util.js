@@ -148,6 +148,14 @@ function stringStack(strings) {
   return stackList(strings.map(function (s) { return { text: s, kind: 'u' }; }));
 }
 
+// A section of the page, as the navigation links to it.
+function section(id, title) {
+  var sec = el('section', 'part');
+  sec.id = id;
+  sec.appendChild(text('h2', '', title));
+  return sec;
+}
+
 // ---- the page's data: files, devices, recorded states ----------------------------
 
 function fileLabel(fi) {

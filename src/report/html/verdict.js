@@ -2,9 +2,7 @@
 
 // The verdict: per device, the OOM, peak, leaks and findings as `analyze --format json` gives them.
 function verdictSection() {
-  var sec = el('section', 'part');
-  sec.id = 'verdict';
-  sec.appendChild(text('h2', '', 'Verdict'));
+  var sec = section('verdict', 'Verdict');
   DATA.files.forEach(function (file, fi) {
     if (DATA.files.length > 1) sec.appendChild(text('div', 'filehead', fileLabel(fi)));
     var unused = [];
