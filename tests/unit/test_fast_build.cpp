@@ -18,6 +18,7 @@
 #include "memsnap/snapshot/load.hpp"
 #include "memsnap/util/error.hpp"
 #include "support/model_compare.hpp"
+#include "support/streamed.hpp"
 #include "support/testdata.hpp"
 
 using namespace memsnap;
@@ -26,6 +27,7 @@ using namespace memsnap::snapshot;
 namespace {
 
 using test::check_same_model;
+using test::check_streamed;
 
 // Returns whether the fast path took the file. With `split`, the parse runs in two halves
 // where it can; `halves` counts the parses that did.
