@@ -8,6 +8,9 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "memsnap/analysis/peak.hpp"
+#include "memsnap/analysis/replay.hpp"
+
 namespace memsnap::analysis {
 
 int64_t signed_delta(uint64_t a, uint64_t b) {
@@ -54,11 +57,16 @@ std::string capped(std::string_view s) {
   return s.size() <= 1024 ? std::string(s) : std::string(s.substr(0, 1024)) + "...";
 }
 
+// The call paths of one side's stacks, kept across the dump and the peak state
+// (a frame's text can be long: each is built once).
+using CallerCache = std::unordered_map<uint32_t, std::vector<std::string>>;
+
 // Live allocated blocks by site (and by call path within the site).
-void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<SiteKey, Row>& rows) {
+void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<SiteKey, Row>& rows,
+             CallerCache& cache) {
   struct PerStack {
     Row* row;
-    std::vector<std::string> callers;
+    const std::vector<std::string>* callers;
   };
   std::unordered_map<uint32_t, PerStack> seen;  // dense stack ids
   for (const auto& b : d.blocks) {
@@ -74,11 +82,13 @@ void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map
         row->second.delta.line = key.line;
       }
       it->second.row = &row->second;
-      it->second.callers = ctx.sites.callers(b.stack, 8);
+      auto cached = cache.find(b.stack.v);
+      if (cached == cache.end()) cached = cache.emplace(b.stack.v, ctx.sites.callers(b.stack, 8)).first;
+      it->second.callers = &cached->second;
     }
     Row& r = *it->second.row;
-    CallerPath& c = r.callers[it->second.callers];
-    if (c.path.empty()) c.path = it->second.callers;
+    CallerPath& c = r.callers[*it->second.callers];
+    if (c.path.empty()) c.path = *it->second.callers;
     (after ? r.delta.after_bytes : r.delta.before_bytes) += b.size;
     (after ? r.delta.after_allocations : r.delta.before_allocations) += 1;
     (after ? c.after_bytes : c.before_bytes) += b.size;
@@ -123,7 +133,163 @@ void distinct_labels(std::vector<SiteDelta>& sites) {
 
 }  // namespace
 
+namespace {
+
+// The rows as site deltas: callers largest first, labels distinct, largest change first.
+std::vector<SiteDelta> site_deltas(std::map<SiteKey, Row>& rows) {
+  std::vector<SiteDelta> sites;
+  for (auto& [key, r] : rows) {
+    for (auto& [path, c] : r.callers) r.delta.callers.push_back(std::move(c));
+    std::stable_sort(r.delta.callers.begin(), r.delta.callers.end(), [](const CallerPath& x, const CallerPath& y) {
+      uint64_t mx = std::max(x.before_bytes, x.after_bytes), my = std::max(y.before_bytes, y.after_bytes);
+      return mx > my;
+    });
+    r.delta.stack = {r.delta.site};
+    if (!r.delta.callers.empty())
+      r.delta.stack.insert(r.delta.stack.end(), r.delta.callers.front().path.begin(),
+                           r.delta.callers.front().path.end());
+    sites.push_back(std::move(r.delta));
+  }
+  distinct_labels(sites);
+  std::stable_sort(sites.begin(), sites.end(), [](const SiteDelta& x, const SiteDelta& y) {
+    if (x.change_magnitude() != y.change_magnitude()) return x.change_magnitude() > y.change_magnitude();
+    if (x.after_bytes != y.after_bytes) return x.after_bytes > y.after_bytes;
+    return x.site < y.site;
+  });
+  return sites;
+}
+
+// One side's peaks and the state at its allocated peak, from a replay of its trace.
+struct PeakState {
+  DiffPeak peak;
+  std::optional<snapshot::Device> state;
+};
+
+PeakState peak_state(const Context& ctx, const snapshot::Device* d) {
+  PeakState out;
+  if (!d || d->trace.empty()) return out;
+  Replay replay(ctx, *d);
+  Peaks p = find_peaks(ctx, replay, 0);
+  if (!p.allocated) return out;
+  out.peak.known = true;
+  out.peak.allocated_bytes = p.allocated->allocated_bytes;
+  out.peak.allocated_event = p.allocated->event_index;
+  out.peak.allocated_at_window_start = p.allocated->at_window_start;
+  if (p.reserved) {
+    out.peak.reserved_bytes = p.reserved->bytes;
+    out.peak.reserved_event = p.reserved->event_index;
+    out.peak.reserved_at_window_start = p.reserved->at_window_start;
+  }
+  out.state =
+      std::move(p.allocated->at_window_start ? replay.state_at_start() : replay.state_after(p.allocated->event_index))
+          .device;
+  return out;
+}
+
+void segments_one_side(const snapshot::Device* da, const snapshot::Device* db, DeviceDiff& dd) {
+  auto ka = da ? segment_keys(*da) : std::set<std::pair<uint64_t, uint64_t>>{};
+  auto kb = db ? segment_keys(*db) : std::set<std::pair<uint64_t, uint64_t>>{};
+  if (da)
+    for (const auto& s : da->segments)
+      if (!kb.count({s.address, s.total_size}))
+        dd.segments_only_before.push_back({s.address, s.total_size, s.pool, s.stream});
+  if (db)
+    for (const auto& s : db->segments)
+      if (!ka.count({s.address, s.total_size}))
+        dd.segments_only_after.push_back({s.address, s.total_size, s.pool, s.stream});
+}
+
+}  // namespace
+
+const char* to_string(ProcessRelation r) {
+  switch (r) {
+    case ProcessRelation::Same: return "same";
+    case ProcessRelation::Different: return "different";
+    case ProcessRelation::Unknown: return "unknown";
+  }
+  return "?";
+}
+
+const char* to_string(ProcessEvidence e) {
+  switch (e) {
+    case ProcessEvidence::SharedEvents: return "shared_events";
+    case ProcessEvidence::OverlapWithoutSharedEvents: return "overlap_without_shared_events";
+    case ProcessEvidence::DisjointWindows: return "disjoint_windows";
+    case ProcessEvidence::NoTimeStamps: return "no_time_stamps";
+    case ProcessEvidence::NoTrace: return "no_trace";
+  }
+  return "?";
+}
+
+namespace {
+
+// |x - y| <= kSameEventMicros without overflow (time stamps come from the file).
+bool close_in_time(int64_t x, int64_t y) {
+  uint64_t d = x > y ? uint64_t(x) - uint64_t(y) : uint64_t(y) - uint64_t(x);
+  return d <= uint64_t(kSameEventMicros);
+}
+
+bool same_event(const snapshot::TraceEvent& x, const snapshot::TraceEvent& y) {
+  return x.action == y.action && x.addr == y.addr && x.size == y.size && x.stream == y.stream && x.has_time() &&
+         y.has_time() && close_in_time(x.time_us, y.time_us);
+}
+
+std::optional<int64_t> last_time(const snapshot::Trace& t) {
+  for (size_t i = t.size(); i-- > 0;)
+    if (auto e = t[i]; e.has_time()) return e.time_us;
+  return std::nullopt;
+}
+
+std::optional<int64_t> first_time(const snapshot::Trace& t) {
+  for (const auto& e : t)
+    if (e.has_time()) return e.time_us;
+  return std::nullopt;
+}
+
+// The rule of match_processes on one device (see diff.hpp).
+std::pair<ProcessRelation, ProcessEvidence> match_device(const snapshot::Trace& a, const snapshot::Trace& b) {
+  if (a.empty() || b.empty()) return {ProcessRelation::Unknown, ProcessEvidence::NoTrace};
+  auto la = last_time(a), lb = last_time(b);
+  if (!la || !lb) return {ProcessRelation::Unknown, ProcessEvidence::NoTimeStamps};
+  const snapshot::Trace& e = *la <= *lb ? a : b;  // ends first
+  const snapshot::Trace& l = &e == &a ? b : a;
+  const size_t k = std::min(kSameEventRun, e.size()), start = e.size() - k;
+  const snapshot::TraceEvent first = e[start];
+  if (!first.has_time()) return {ProcessRelation::Unknown, ProcessEvidence::NoTimeStamps};
+  for (size_t j = 0; j + k <= l.size(); ++j) {
+    if (l.action_at(j) != first.action || l.addr_at(j) != first.addr) continue;
+    bool all = true;
+    for (size_t m = 0; m < k && all; ++m) all = same_event(e[start + m], l[j + m]);
+    if (all) return {ProcessRelation::Same, ProcessEvidence::SharedEvents};
+  }
+  auto fl = first_time(l);
+  if (fl && *fl < first.time_us && !close_in_time(*fl, first.time_us))
+    return {ProcessRelation::Different, ProcessEvidence::OverlapWithoutSharedEvents};
+  return {ProcessRelation::Unknown, ProcessEvidence::DisjointWindows};
+}
+
+}  // namespace
+
+ProcessMatch match_processes(const snapshot::Snapshot& a, const snapshot::Snapshot& b) {
+  ProcessMatch out;
+  for (const auto& da : a.devices) {
+    const snapshot::Device* db = b.device(da.index);
+    if (!db) continue;
+    auto [relation, evidence] = match_device(da.trace, db->trace);
+    if (relation == ProcessRelation::Same) return {relation, evidence, da.index};
+    bool better = relation == ProcessRelation::Different
+                      ? out.relation != ProcessRelation::Different
+                      : out.relation == ProcessRelation::Unknown && evidence < out.evidence;
+    if (better) out = {relation, evidence, da.index};
+  }
+  return out;
+}
+
 std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b) {
+  return diff_snapshots(a, b, match_processes(a.snap, b.snap));
+}
+
+std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b, const ProcessMatch& process) {
   std::set<int> indices;
   for (const auto& d : a.snap.devices) indices.insert(d.index);
   for (const auto& d : b.snap.devices) indices.insert(d.index);
@@ -137,37 +303,22 @@ std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b) {
     dd.in_after = db != nullptr;
     if (da) dd.before = totals(account(a, *da));
     if (db) dd.after = totals(account(b, *db));
-    auto ka = da ? segment_keys(*da) : std::set<std::pair<uint64_t, uint64_t>>{};
-    auto kb = db ? segment_keys(*db) : std::set<std::pair<uint64_t, uint64_t>>{};
-    if (da)
-      for (const auto& s : da->segments)
-        if (!kb.count({s.address, s.total_size}))
-          dd.segments_only_before.push_back({s.address, s.total_size, s.pool, s.stream});
-    if (db)
-      for (const auto& s : db->segments)
-        if (!ka.count({s.address, s.total_size}))
-          dd.segments_only_after.push_back({s.address, s.total_size, s.pool, s.stream});
+    if (process.segments_by_address()) segments_one_side(da, db, dd);
+    CallerCache callers_a, callers_b;
     std::map<SiteKey, Row> rows;
-    if (da) collect(a, *da, false, rows);
-    if (db) collect(b, *db, true, rows);
-    for (auto& [key, r] : rows) {
-      for (auto& [path, c] : r.callers) r.delta.callers.push_back(std::move(c));
-      std::stable_sort(r.delta.callers.begin(), r.delta.callers.end(), [](const CallerPath& x, const CallerPath& y) {
-        uint64_t mx = std::max(x.before_bytes, x.after_bytes), my = std::max(y.before_bytes, y.after_bytes);
-        return mx > my;
-      });
-      r.delta.stack = {r.delta.site};
-      if (!r.delta.callers.empty())
-        r.delta.stack.insert(r.delta.stack.end(), r.delta.callers.front().path.begin(),
-                             r.delta.callers.front().path.end());
-      dd.sites.push_back(std::move(r.delta));
+    if (da) collect(a, *da, false, rows, callers_a);
+    if (db) collect(b, *db, true, rows, callers_b);
+    dd.sites = site_deltas(rows);
+    PeakState pa = peak_state(a, da), pb = peak_state(b, db);
+    dd.peak_before = pa.peak;
+    dd.peak_after = pb.peak;
+    // Sites at the peaks only when both are known (a device a file lacks has none live).
+    if ((!da || pa.state) && (!db || pb.state)) {
+      std::map<SiteKey, Row> peak_rows;
+      if (pa.state) collect(a, *pa.state, false, peak_rows, callers_a);
+      if (pb.state) collect(b, *pb.state, true, peak_rows, callers_b);
+      dd.peak_sites = site_deltas(peak_rows);
     }
-    distinct_labels(dd.sites);
-    std::stable_sort(dd.sites.begin(), dd.sites.end(), [](const SiteDelta& x, const SiteDelta& y) {
-      if (x.change_magnitude() != y.change_magnitude()) return x.change_magnitude() > y.change_magnitude();
-      if (x.after_bytes != y.after_bytes) return x.after_bytes > y.after_bytes;
-      return x.site < y.site;
-    });
     out.push_back(std::move(dd));
   }
   return out;

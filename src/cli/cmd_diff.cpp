@@ -58,8 +58,9 @@ void add_diff(CLI::App& app) {
     print_warnings(before);
     print_warnings(after);
     analysis::Context before_ctx(before.snapshot, code_rules()), after_ctx(after.snapshot, code_rules());
-    auto devices = analysis::diff_snapshots(before_ctx, after_ctx);
-    report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top};
+    analysis::ProcessMatch process = analysis::match_processes(before.snapshot, after.snapshot);
+    auto devices = analysis::diff_snapshots(before_ctx, after_ctx, process);
+    report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top, process};
     if (args->flame)
       write_diff_flame(before, after, output);
     else

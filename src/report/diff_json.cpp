@@ -22,6 +22,53 @@ Json segments_json(const std::vector<analysis::SegmentRef>& segs) {
 int64_t delta(uint64_t a, uint64_t b) {
   return analysis::signed_delta(a, b);
 }
+
+Json sites_json(const std::vector<analysis::SiteDelta>& sites) {
+  Json out = Json::array();
+  for (const auto& s : sites) {
+    Json callers = Json::array();
+    for (const auto& c : s.callers)
+      callers.push_back({{"path", c.path},
+                         {"before_bytes", c.before_bytes},
+                         {"after_bytes", c.after_bytes},
+                         {"before_allocations", c.before_allocations},
+                         {"after_allocations", c.after_allocations}});
+    out.push_back({{"site", s.site},
+                   {"file", s.file},
+                   {"function", s.function},
+                   {"line", s.line},
+                   {"stack", s.stack},
+                   {"callers", std::move(callers)},
+                   {"before_bytes", s.before_bytes},
+                   {"after_bytes", s.after_bytes},
+                   {"delta_bytes", s.delta_bytes()},
+                   {"before_allocations", s.before_allocations},
+                   {"after_allocations", s.after_allocations},
+                   {"status", s.is_new()     ? "new"
+                              : s.vanished() ? "vanished"
+                                             : "both"}});
+  }
+  return out;
+}
+
+// One side's peaks: null when its trace cannot be replayed (or the file lacks the device).
+Json peak_json(const analysis::DiffPeak& p) {
+  if (!p.known) return nullptr;
+  return {{"allocated_bytes", p.allocated_bytes},
+          {"allocated_event_index", p.allocated_at_window_start ? Json(nullptr) : Json(p.allocated_event)},
+          {"reserved_bytes", p.reserved_bytes},
+          {"reserved_event_index", p.reserved_at_window_start ? Json(nullptr) : Json(p.reserved_event)}};
+}
+
+Json peaks_json(const analysis::DeviceDiff& d) {
+  Json j = {{"before", peak_json(d.peak_before)}, {"after", peak_json(d.peak_after)}};
+  bool both = d.peak_before.known && d.peak_after.known;
+  j["allocated_delta_bytes"] =
+      both ? Json(delta(d.peak_before.allocated_bytes, d.peak_after.allocated_bytes)) : Json(nullptr);
+  j["reserved_delta_bytes"] =
+      both ? Json(delta(d.peak_before.reserved_bytes, d.peak_after.reserved_bytes)) : Json(nullptr);
+  return j;
+}
 }  // namespace
 
 namespace detail {
@@ -32,6 +79,10 @@ Json diff_json(const DiffView& v) {
   doc["tool"] = {{"name", "memsnap"}, {"version", kVersion}};
   doc["before"] = detail::input_json(v.before.input, v.before.context.snap);
   doc["after"] = detail::input_json(v.after.input, v.after.context.snap);
+  doc["process"] = {{"relation", analysis::to_string(v.process.relation)},
+                    {"evidence", analysis::to_string(v.process.evidence)},
+                    {"device", v.process.device ? Json(*v.process.device) : Json(nullptr)},
+                    {"segments_matched_by_address", v.process.segments_by_address()}};
   Json devices = Json::array();
   for (const auto& d : v.devices) {
     Json j;
@@ -49,31 +100,9 @@ Json diff_json(const DiffView& v) {
         {"blocks", delta(d.before.blocks, d.after.blocks)}};
     j["segments_only_before"] = segments_json(d.segments_only_before);
     j["segments_only_after"] = segments_json(d.segments_only_after);
-    Json sites = Json::array();
-    for (const auto& s : d.sites) {
-      Json callers = Json::array();
-      for (const auto& c : s.callers)
-        callers.push_back({{"path", c.path},
-                           {"before_bytes", c.before_bytes},
-                           {"after_bytes", c.after_bytes},
-                           {"before_allocations", c.before_allocations},
-                           {"after_allocations", c.after_allocations}});
-      sites.push_back({{"site", s.site},
-                       {"file", s.file},
-                       {"function", s.function},
-                       {"line", s.line},
-                       {"stack", s.stack},
-                       {"callers", std::move(callers)},
-                       {"before_bytes", s.before_bytes},
-                       {"after_bytes", s.after_bytes},
-                       {"delta_bytes", s.delta_bytes()},
-                       {"before_allocations", s.before_allocations},
-                       {"after_allocations", s.after_allocations},
-                       {"status", s.is_new()     ? "new"
-                                  : s.vanished() ? "vanished"
-                                                 : "both"}});
-    }
-    j["sites"] = std::move(sites);
+    j["sites"] = sites_json(d.sites);
+    j["peaks"] = peaks_json(d);
+    j["peak_sites"] = sites_json(d.peak_sites);
     devices.push_back(std::move(j));
   }
   doc["devices"] = std::move(devices);

@@ -282,7 +282,9 @@ void write_report_html(std::ostream& out, const HtmlView& view) {
   }
   data["files"] = std::move(files);
   if (view.diff && view.files.size() == 2)
-    data["diff"] = detail::diff_json(DiffView{view.files[0].source, view.files[1].source, *view.diff});
+    data["diff"] = detail::diff_json(
+        DiffView{view.files[0].source, view.files[1].source, *view.diff, 20,
+                 analysis::match_processes(view.files[0].source.context.snap, view.files[1].source.context.snap)});
   else
     data["diff"] = nullptr;
 

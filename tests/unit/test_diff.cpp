@@ -124,3 +124,85 @@ TEST_CASE("deltas never overflow") {
   CHECK(analysis::signed_delta(UINT64_MAX, 0) == INT64_MIN);
   CHECK(analysis::signed_delta(5, 3) == -2);
 }
+
+namespace {
+
+// Events i in [from, to) of one program: alloc and free in turn, 100 us apart, at
+// addresses from `base`; time stamps shifted by `skew` us (a dump's own clock conversion).
+snapshot::Trace program(size_t from, size_t to, uint64_t base, int64_t skew, bool timed = true) {
+  snapshot::Trace t;
+  for (size_t i = from; i < to; ++i) {
+    snapshot::TraceEvent e;
+    e.action = i % 2 ? snapshot::Action::FreeCompleted : snapshot::Action::Alloc;
+    e.addr = base + (i / 2) * 512;
+    e.size = 512;
+    if (timed) e.time_us = 1'700'000'000'000'000 + int64_t(i) * 100 + skew;
+    t.push_back(e);
+  }
+  return t;
+}
+
+analysis::ProcessMatch relation(snapshot::Trace before, snapshot::Trace after) {
+  snapshot::Snapshot a, b;
+  test::add_device(a, {}).trace = std::move(before);
+  test::add_device(b, {}).trace = std::move(after);
+  return analysis::match_processes(a, b);
+}
+
+}  // namespace
+
+TEST_CASE("one process or two: segments are matched by address only when the traces share events") {
+  using analysis::ProcessEvidence;
+  using analysis::ProcessRelation;
+  constexpr uint64_t kBase = 0x7f0000000000;
+  // A later dump of one process: its ring holds the earlier dump's last events, their
+  // time stamps converted anew (within kSameEventMicros).
+  auto same = relation(program(0, 40, kBase, 0), program(20, 90, kBase, analysis::kSameEventMicros));
+  CHECK(same.relation == ProcessRelation::Same);
+  CHECK(same.evidence == ProcessEvidence::SharedEvents);
+  CHECK(same.segments_by_address());
+  // the order of the arguments does not matter
+  CHECK(relation(program(20, 90, kBase, 0), program(0, 40, kBase, 0)).relation == ProcessRelation::Same);
+  // one microsecond more than the bound: not the same events
+  auto skewed = relation(program(0, 40, kBase, 0), program(0, 90, kBase, analysis::kSameEventMicros + 1));
+  CHECK(skewed.relation == ProcessRelation::Different);
+  // the same events at the same times, at other addresses: another process recording then
+  auto other = relation(program(0, 40, kBase, 0), program(0, 90, kBase + 4096, 0));
+  CHECK(other.relation == ProcessRelation::Different);
+  CHECK(other.evidence == ProcessEvidence::OverlapWithoutSharedEvents);
+  CHECK_FALSE(other.segments_by_address());
+  // windows that do not overlap: a later dump or another run, nothing tells
+  auto disjoint = relation(program(0, 40, kBase, 0), program(60, 90, kBase, 0));
+  CHECK(disjoint.relation == ProcessRelation::Unknown);
+  CHECK(disjoint.evidence == ProcessEvidence::DisjointWindows);
+  CHECK_FALSE(disjoint.segments_by_address());
+  // without time stamps two runs of one program look alike
+  auto untimed = relation(program(0, 40, kBase, 0, false), program(0, 90, kBase, 0, false));
+  CHECK(untimed.relation == ProcessRelation::Unknown);
+  CHECK(untimed.evidence == ProcessEvidence::NoTimeStamps);
+  CHECK(relation({}, {}).evidence == ProcessEvidence::NoTrace);
+  // the leak scenario's step-4 and step-10 dumps come from one run
+  auto a = snapshot::load_snapshot(test::testdata("snapgen/leak.step4.pickle").string());
+  auto b = snapshot::load_snapshot(test::testdata("snapgen/leak.step10.pickle").string());
+  CHECK(analysis::match_processes(a.snapshot, b.snapshot).relation == ProcessRelation::Same);
+}
+
+TEST_CASE("diff compares the peaks: the leak run's step-4 and step-10 dumps against their truth") {
+  auto a = snapshot::load_snapshot(test::testdata("snapgen/leak.step4.pickle").string());
+  auto b = snapshot::load_snapshot(test::testdata("snapgen/leak.step10.pickle").string());
+  analysis::Context ca(a.snapshot), cb(b.snapshot);
+  auto diff = analysis::diff_snapshots(ca, cb);
+  REQUIRE(diff.size() == 1);
+  const auto& d = diff[0];
+  REQUIRE(d.peak_before.known);
+  REQUIRE(d.peak_after.known);
+  // a peak is at least the state at the dump
+  auto tb = test::read_json_file(test::testdata("snapgen/leak.step10.truth.json"))["per_device"][0];
+  // every byte live at a peak is in a row
+  uint64_t before = 0, after = 0;
+  for (const auto& s : d.peak_sites) before += s.before_bytes, after += s.after_bytes;
+  CHECK(before == d.peak_before.allocated_bytes);
+  CHECK(after == d.peak_after.allocated_bytes);
+  CHECK(d.peak_after.allocated_bytes >= tb["allocated"].get<uint64_t>());
+  CHECK(d.peak_after.reserved_bytes >= tb["reserved"].get<uint64_t>());
+}

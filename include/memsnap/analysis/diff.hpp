@@ -1,5 +1,5 @@
-// What changed between two snapshots of the same job: totals, segments on one side
-// only, and live memory by allocation site.
+// What changed between two snapshots of the same job: the peaks and what was live at
+// each, totals at the dump, segments on one side only, and live memory by site.
 //
 // Rows are keyed by the site (its file, function and line: the innermost frame of
 // the user's code, or the autograd node / operator for stacks without one), never
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,14 +57,69 @@ struct DiffTotals {
            largest_free_block_bytes = 0, segments = 0, blocks = 0;
 };
 
+/// One side's peaks, from a replay of its trace (known only when it has one).
+struct DiffPeak {
+  bool known = false;
+  uint64_t allocated_bytes = 0, reserved_bytes = 0;
+  uint32_t allocated_event = 0, reserved_event = 0;  // 0 with *_at_window_start
+  bool allocated_at_window_start = false, reserved_at_window_start = false;
+};
+
 struct DeviceDiff {
   int device = 0;
   bool in_before = false, in_after = false;
   DiffTotals before, after;
-  std::vector<SegmentRef> segments_only_before, segments_only_after;
-  std::vector<SiteDelta> sites;  // largest change first; unchanged sites last
+  DiffPeak peak_before, peak_after;
+  std::vector<SegmentRef> segments_only_before, segments_only_after;  // empty unless matched by address
+  std::vector<SiteDelta> sites;       // at the dumps: largest change first; unchanged sites last
+  std::vector<SiteDelta> peak_sites;  // live at each side's allocated peak, in the same order
 };
 
+/// Whether two files come from one process. Addresses mean something across two
+/// snapshots only then: two processes map their segments wherever CUDA puts them,
+/// and a deterministic program gets the same addresses in every run.
+///
+/// The rule, per device with a trace on both sides. Let E be the trace that ends
+/// first (its last time stamp is the earlier) and L the other. One process records
+/// its events in one ring buffer, so when L's window opened before E's last event,
+/// E's last events are in L too. PyTorch converts its cycle counter to wall-clock
+/// microseconds anew at each dump, so one event's time stamp can differ slightly
+/// between two dumps; kSameEventMicros bounds that.
+///   Same      E's last min(8, |E|) events occur in L in a row, with the same action,
+///             address, size and stream, each time stamp within kSameEventMicros.
+///   Different L's window opened before the first of those events (by more than
+///             kSameEventMicros) and yet they are not in L.
+///   Unknown   otherwise: the windows do not overlap (a later dump of one process and
+///             another run look alike), or a trace has no time stamps (two runs of a
+///             deterministic program have the same events), or no device has a trace
+///             on both sides.
+/// A file pair is Same when any device says so, else Different when any device says
+/// so, else Unknown. Segments are matched by address only when Same.
+enum class ProcessRelation : uint8_t { Same, Different, Unknown };
+enum class ProcessEvidence : uint8_t {
+  SharedEvents,
+  OverlapWithoutSharedEvents,
+  DisjointWindows,
+  NoTimeStamps,
+  NoTrace
+};
+const char* to_string(ProcessRelation r);
+const char* to_string(ProcessEvidence e);
+inline constexpr int64_t kSameEventMicros = 1000;
+inline constexpr size_t kSameEventRun = 8;
+
+struct ProcessMatch {
+  ProcessRelation relation = ProcessRelation::Unknown;
+  ProcessEvidence evidence = ProcessEvidence::NoTrace;
+  std::optional<int> device;  // the device whose traces decided it
+  bool segments_by_address() const { return relation == ProcessRelation::Same; }
+};
+
+ProcessMatch match_processes(const snapshot::Snapshot& before, const snapshot::Snapshot& after);
+
+/// Device by device; segments on one side only are listed when `process` allows
+/// matching by address (the two-argument form decides with match_processes).
+std::vector<DeviceDiff> diff_snapshots(const Context& before, const Context& after, const ProcessMatch& process);
 std::vector<DeviceDiff> diff_snapshots(const Context& before, const Context& after);
 
 /// b - a saturated to the int64 range.

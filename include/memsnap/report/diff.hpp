@@ -12,7 +12,8 @@ namespace memsnap::report {
 struct DiffView {
   Source before, after;
   const std::vector<analysis::DeviceDiff>& devices;
-  size_t top = 20;  // site rows in the text table (JSON lists them all)
+  size_t top = 20;                   // site rows in each text table (JSON lists them all)
+  analysis::ProcessMatch process{};  // whether segments were matched by address
 };
 
 void write_diff_text(std::ostream& out, const DiffView& view, const TextStyle& style);

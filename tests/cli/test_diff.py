@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""memsnap diff compares the peaks, and matches segments by address only within one process.
+
+  test_diff.py MEMSNAP TESTDATA [REALDATA]
+
+Two snapgen runs of one model at batch 2 and batch 4 (two processes): the peaks and their
+event indices in diff's JSON equal each truth file's; the sites live at each peak hold the
+peak's bytes and as many blocks per site as an independent replay of each trace finds live
+at its peak event. The leak scenario's step-4 and step-10 dumps come from one run: there
+the segments only one side has are listed. With ../shared/realdata: Wedsonlin's medium
+model at batch 128 and 256 (peaks from the oracle tests/oracle/exact_peaks.py).
+"""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clitest import check, finish, run, TESTDATA  # noqa: E402
+import fleet_gen  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
+from snapshot_totals import load  # noqa: E402  (the safe loader)
+
+
+def snapgen(sg, path, *args):
+    old = sys.argv
+    sys.argv = ["snapgen", "--scenario", "train", "--seed", "1", "--steps", "3", "-o", path] + list(args)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            sg.main()
+    finally:
+        sys.argv = old
+    with open(path[: -len(".pickle")] + ".truth.json") as f:
+        return json.load(f)
+
+
+def user_site(frames):
+    """The innermost frame outside the Python installation: (file, function, line), or None."""
+    for f in frames:
+        name = f.get("filename", "")
+        if "site-packages" in name or "/torch/" in name or name.startswith("<frozen"):
+            continue
+        return (name, f.get("name", ""), f.get("line", 0))
+    return None
+
+
+def live_at(path, event):
+    """Blocks allocated right after trace event `event` (the trace starts empty), by user site."""
+    doc, _ = load(path)
+    live = {}
+    for e in doc["device_traces"][0][: event + 1]:
+        if e["action"] == "alloc":
+            live[e["addr"]] = user_site(e.get("frames", []))
+        elif e["action"] in ("free_requested", "free"):
+            live.pop(e["addr"], None)
+    counts = {}
+    for site in live.values():
+        counts[site] = counts.get(site, 0) + 1
+    return counts
+
+
+def check_peak_sites(name, dev, before_path, after_path, tb, ta):
+    rows = dev["peak_sites"]
+    check(name + ": peak sites hold the before peak", sum(r["before_bytes"] for r in rows) == tb["allocated_bytes"],
+          "%d vs %d" % (sum(r["before_bytes"] for r in rows), tb["allocated_bytes"]))
+    check(name + ": peak sites hold the after peak", sum(r["after_bytes"] for r in rows) == ta["allocated_bytes"])
+    for side, path, truth in (("before", before_path, tb), ("after", after_path, ta)):
+        want = live_at(path, truth["allocated_event_index"])
+        got = {}
+        for r in rows:
+            if r[side + "_allocations"] and r["file"]:
+                got[(r["file"], r["function"], r["line"])] = r[side + "_allocations"]
+        user = {k: v for k, v in want.items() if k is not None}
+        check(name + ": blocks per user site at the " + side + " peak", got == user, "%r vs %r" % (got, user))
+        check(name + ": blocks at the " + side + " peak", sum(r[side + "_allocations"] for r in rows) ==
+              sum(want.values()))
+
+
+def two_processes(sg, tmp):
+    a, b = os.path.join(tmp, "batch2.pickle"), os.path.join(tmp, "batch4.pickle")
+    ta = snapgen(sg, a, "--batch", "2")["per_device"][0]["peak"]
+    tb = snapgen(sg, b, "--batch", "4")["per_device"][0]["peak"]
+    rc, out, err = run(["diff", "--format", "json", a, b])
+    check("two runs: json exit", rc == 0 and err == "", "%d %r" % (rc, err))
+    doc = json.loads(out)
+    check("two runs: not one process", doc["process"]["relation"] != "same" and
+          doc["process"]["segments_matched_by_address"] is False, str(doc["process"]))
+    dev = doc["devices"][0]
+    check("two runs: no segments listed by address", dev["segments_only_before"] == [] and
+          dev["segments_only_after"] == [])
+    p = dev["peaks"]
+    for side, truth in (("before", ta), ("after", tb)):
+        for k in ("allocated_bytes", "allocated_event_index", "reserved_bytes", "reserved_event_index"):
+            check("two runs: %s peak %s" % (side, k), p[side][k] == truth[k], "%r vs %r" % (p[side][k], truth[k]))
+    check("two runs: allocated peak delta", p["allocated_delta_bytes"] == tb["allocated_bytes"] - ta["allocated_bytes"])
+    check("two runs: reserved peak delta", p["reserved_delta_bytes"] == tb["reserved_bytes"] - ta["reserved_bytes"])
+    check_peak_sites("two runs", dev, a, b, ta, tb)
+    rc, out, err = run(["diff", a, b], env={"COLUMNS": "80"})
+    lines = out.splitlines()
+    check("two runs: text exit", rc == 0 and err == "", "%d %r" % (rc, err))
+    check("two runs: text fits 80 columns", all(len(l) <= 80 for l in lines), max(lines, key=len))
+    check("two runs: no segment lists in text", "segments only" not in out, out)
+    check("two runs: says why", "segments are not matched by address" in out.replace("\n  ", " "), out)
+    head = next((k for k, l in enumerate(lines) if l.startswith("device 0")), 0)
+    check("two runs: peak rows first", [l.split()[:2] for l in lines[head + 1:head + 3]] ==
+          [["peak", "allocated"], ["peak", "reserved"]], "\n".join(lines[:12]))
+    check("two runs: sites at the peak", "live at the peak by site" in out, out)
+
+
+def one_process():
+    step4 = os.path.join(TESTDATA, "snapgen", "leak.step4.pickle")
+    step10 = os.path.join(TESTDATA, "snapgen", "leak.step10.pickle")
+    rc, out, err = run(["diff", "--format", "json", step4, step10])
+    doc = json.loads(out)
+    check("one run: one process", doc["process"] == {"relation": "same", "evidence": "shared_events", "device": 0,
+                                                     "segments_matched_by_address": True}, str(doc["process"]))
+    dev = doc["devices"][0]
+    check("one run: the new segment listed", len(dev["segments_only_after"]) == dev["totals_delta"]["segments"] == 1)
+    rc, out, err = run(["diff", step4, step10], env={"COLUMNS": "80"})
+    check("one run: segment lists in text", "segments only in after: 1" in out, out)
+
+
+def realdata(root):
+    before = os.path.join(root, "Wedsonlin__assignment2-systems__medium_128_training_memory_snapshot.pickle")
+    after = os.path.join(root, "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle")
+    if not (os.path.exists(before) and os.path.exists(after)):
+        return
+    import subprocess
+    oracle = os.path.join(HERE, "..", "oracle", "exact_peaks.py")
+    want = json.loads(subprocess.run([sys.executable, oracle, before, after], stdout=subprocess.PIPE,
+                                     check=True).stdout)["files"]
+    rc, out, err = run(["diff", "--format", "json", before, after])
+    doc = json.loads(out)
+    check("Wedsonlin: not one process", doc["process"]["relation"] != "same", str(doc["process"]))
+    dev = doc["devices"][0]
+    for side, path in (("before", before), ("after", after)):
+        o = want[path]["devices"][0]
+        for k in ("allocated_bytes", "reserved_bytes"):
+            check("Wedsonlin: %s peak %s" % (side, k), dev["peaks"][side][k] == o[k],
+                  "%r vs %r" % (dev["peaks"][side][k], o[k]))
+        check("Wedsonlin: %s peak sites" % side, sum(r[side + "_bytes"] for r in dev["peak_sites"]) ==
+              o["allocated_bytes"])
+    rc, out, err = run(["diff", before, after], env={"COLUMNS": "80"})
+    check("Wedsonlin: no segment lists", rc == 0 and "segments only" not in out and "0x" not in out, out)
+    check("Wedsonlin: 80 columns", all(len(l) <= 80 for l in out.splitlines()), out)
+
+
+def main():
+    sg = fleet_gen.load_snapgen()
+    if sg is not None:
+        with tempfile.TemporaryDirectory(prefix="memsnap-diff-") as tmp:
+            two_processes(sg, tmp)
+    one_process()
+    if len(sys.argv) > 3:
+        realdata(sys.argv[3])
+    finish()
+
+
+main()
