@@ -9,7 +9,7 @@ namespace memsnap::analysis {
 using snapshot::BlockState;
 using snapshot::StackId;
 
-std::vector<SiteBytes> sites_by_bytes(const Context& ctx, const snapshot::Device& d, size_t top) {
+std::vector<SiteBytes> sites_by_bytes(const Context& ctx, const snapshot::Device& d, size_t top, OtherSites* rest) {
   struct Acc {
     uint64_t bytes = 0, count = 0, biggest = 0;
     StackId stack;
@@ -29,6 +29,14 @@ std::vector<SiteBytes> sites_by_bytes(const Context& ctx, const snapshot::Device
   };
   size_t keep = std::min(top, v.size());
   std::partial_sort(v.begin(), v.begin() + static_cast<ptrdiff_t>(keep), v.end(), order);
+  if (rest) {
+    *rest = {};
+    for (size_t i = keep; i < v.size(); ++i) {
+      rest->sites += 1;
+      rest->live_bytes += v[i].second.bytes;
+      rest->allocations += v[i].second.count;
+    }
+  }
   std::vector<SiteBytes> out;
   for (size_t i = 0; i < keep; ++i)
     out.push_back(
@@ -58,9 +66,9 @@ Peaks find_peaks(const Context& ctx, const Replay& replay, size_t top_sites) {
       peak.active_bytes = t.active;
       peak.reserved_bytes = t.reserved;
       peak.at_window_start = true;
-      peak.top_sites = sites_by_bytes(ctx, replay.state_at_start().device, top_sites);
-    } else {
-      peak.top_sites = sites_by_bytes(ctx, replay.state_after(p->event).device, top_sites);
+      if (top_sites) peak.top_sites = sites_by_bytes(ctx, replay.state_at_start().device, top_sites, &peak.other_sites);
+    } else if (top_sites) {  // no state rebuilt when no site is asked for
+      peak.top_sites = sites_by_bytes(ctx, replay.state_after(p->event).device, top_sites, &peak.other_sites);
     }
     out.allocated = std::move(peak);
   }

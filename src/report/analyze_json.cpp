@@ -130,7 +130,11 @@ Json peak_json(const analysis::Peaks& peaks) {
           {"allocated_bytes", p->allocated_bytes},
           {"reserved_bytes", p->reserved_bytes},
           {"active_bytes", p->active_bytes},
-          {"top_sites", std::move(sites)}};
+          {"top_sites", std::move(sites)},
+          {"other_sites",
+           {{"sites", p->other_sites.sites},
+            {"live_bytes", p->other_sites.live_bytes},
+            {"allocations", p->other_sites.allocations}}}};
 }
 
 Json peak_reserved_json(const analysis::Peaks& peaks) {

@@ -64,6 +64,9 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
   for (const auto& s : p.top_sites)
     site_row(out, s.site, site_w, pad_left(human_bytes(s.live_bytes), 12) + pad_left(with_commas(s.allocations), 8),
              width);
+  if (const auto& o = p.other_sites; o.sites)
+    out << "    " << pad_right(with_commas(o.sites) + (o.sites == 1 ? " more site" : " more sites"), site_w)
+        << pad_left(human_bytes(o.live_bytes), 12) << pad_left(with_commas(o.allocations), 8) << '\n';
 }
 
 void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) {

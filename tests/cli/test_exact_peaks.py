@@ -27,7 +27,7 @@ def analyze(path, *extra):
 
 
 # --- peaks against the truth, and against the independent oracle ---------------------------------
-compared = window_start = 0
+compared = window_start = more_sites = 0
 files = []
 for f, t in manifest():
     with open(snap(t)) as fh:
@@ -46,6 +46,14 @@ for f, t in manifest():
         check("%s device %d: peaks equal the truth" % (f, i), got == exp, "got %r, truth %r" % (got, exp))
         check("%s device %d: at_window_start" % (f, i),
               d["peak"]["at_window_start"] == (exp[1] == -1) and d["peak_reserved"]["at_window_start"] == (exp[3] == -1))
+        # nothing live at the peak is dropped: the sites listed and the rest hold the peak
+        listed = sum(s["live_bytes"] for s in d["peak"]["top_sites"])
+        rest = d["peak"]["other_sites"]
+        check("%s device %d: listed and other sites hold the peak" % (f, i),
+              listed + rest["live_bytes"] == want["allocated_bytes"] and
+              (rest["sites"] == 0 or len(d["peak"]["top_sites"]) == 10) and
+              (rest["sites"] > 0) == (rest["live_bytes"] > 0), "%d + %r vs %d" % (listed, rest, want["allocated_bytes"]))
+        more_sites += rest["sites"] > 0
         lay = d["trace"].get("layout") or {}
         check("%s device %d: replay ends on the dumped layout" % (f, i),
               lay.get("equal") is True and lay.get("blocks_compared", 0) > 0, repr(lay))
@@ -54,6 +62,7 @@ for f, t in manifest():
     files.append(snap(f))
 check("fixtures compared", compared >= 25, "only %d devices" % compared)
 check("a fixture whose peak is the window's opening", window_start >= 1)
+check("a fixture with more than ten sites at the peak", more_sites >= 1, str(more_sites))
 
 oracle = json.loads(subprocess.run([sys.executable, os.path.join(HERE, "..", "oracle", "exact_peaks.py")] + files,
                                    stdout=subprocess.PIPE, check=True, text=True).stdout)["files"]

@@ -19,6 +19,13 @@ struct SiteBytes {
   uint64_t allocations = 0;
 };
 
+/// The sites a list of the largest leaves out: how many, and what they hold.
+struct OtherSites {
+  uint64_t sites = 0;
+  uint64_t live_bytes = 0;
+  uint64_t allocations = 0;
+};
+
 struct Peak {
   uint32_t event_index = 0;
   std::optional<int64_t> time_us;
@@ -26,6 +33,7 @@ struct Peak {
   uint64_t active_bytes = 0;
   uint64_t reserved_bytes = 0;
   std::vector<SiteBytes> top_sites;  // live at the peak, largest first
+  OtherSites other_sites;            // live at the peak, beyond top_sites
   /// The peak is the state when the recorded window opened (older events were dropped and
   /// memory was higher then than after any recorded event); event_index is then 0.
   bool at_window_start = false;
@@ -45,8 +53,10 @@ struct Peaks {
   std::optional<PeakReserved> reserved;
 };
 
-/// Allocated blocks of a device state grouped by site, largest first, at most `top`.
-std::vector<SiteBytes> sites_by_bytes(const Context& ctx, const snapshot::Device& device, size_t top);
+/// Allocated blocks of a device state grouped by site, largest first, at most `top`;
+/// `rest`, when given, receives the sites left out.
+std::vector<SiteBytes> sites_by_bytes(const Context& ctx, const snapshot::Device& device, size_t top,
+                                      OtherSites* rest = nullptr);
 
 Peaks find_peaks(const Context& ctx, const Replay& replay, size_t top_sites);
 
