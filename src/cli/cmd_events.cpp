@@ -1,4 +1,5 @@
 // `memsnap events FILE`: trace events in order around an OOM, the peak or an index.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -57,6 +58,13 @@ void add_events(CLI::App& app) {
       if (args->device && d.index != *args->device) continue;
       devices.push_back(analysis::list_events(ctx, d, options));
     }
+    // --around oom on a file without one: one line, as for an event index the file lacks.
+    if (args->around == "oom" && std::none_of(devices.begin(), devices.end(), [](const auto& d) { return d.center; }))
+      throw Failure(
+          "--around oom: " +
+              std::string(args->device ? "device " + std::to_string(*args->device) + "'s trace" : "the trace") +
+              " records no OOM event (--around peak lists what led to the peak)",
+          kBadInput);
     report::Source src{loaded.input, ctx};
     write_output(output, [&](std::ostream& out) {
       if (args->common.format == Format::Json)

@@ -143,6 +143,17 @@ std::string wrap(const std::string& text, size_t first, size_t indent, size_t wi
         while (cut < word.size() && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80) ++cut;
         ++cols;
       }
+      // A C++ name breaks after a "::" (or ", ", "<", "(") in the line's last two thirds,
+      // not inside an identifier.
+      if (cut < word.size()) {
+        size_t at = 0;
+        for (size_t k = cut; k-- > 1 && !at;)
+          if ((word[k - 1] == ':' && word[k] == ':') || word[k] == ',' || word[k] == '<' || word[k] == '(') at = k + 1;
+        if (at > cut / 3 && at < cut) {
+          cols = display_width(word.substr(0, at));
+          cut = at;
+        }
+      }
       out += word.substr(0, cut);
       word.remove_prefix(cut);
       w -= cols;

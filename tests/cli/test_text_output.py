@@ -83,4 +83,42 @@ with tempfile.TemporaryDirectory() as tmp:
     check("hostile file name: exit 2", rc == 2, "%d" % rc)
     check("hostile file name: one error line", err.count("\n") == 1 and not CONTROL.search(err), repr(err))
 
+# events --stacks: a C++ name wider than the line breaks at a space or after a "::", ",",
+# "<" or "(", never inside an identifier. Each long frame of the JSON stacks is found in
+# the text as consecutive pieces, and every break between two pieces is at such a place.
+cpp = os.path.join(TESTDATA, "snapgen", "cpp.pickle")
+rc, out, err = run(["events", "--stacks", "--count", "4", cpp], env)
+rc, js, err = run(["events", "--stacks", "--count", "4", "--format", "json", cpp], env)
+import json  # noqa: E402
+long_frames = sorted({f for d in json.loads(js)["devices"] for e in d["events"] for f in e.get("stack", [])
+                      if len(f) > 80 - 13})
+text = [l.strip() for l in out.splitlines()]
+check("stacks: long C++ frames to wrap", len(long_frames) >= 3, long_frames)
+for f in long_frames:
+    cuts = None
+    for k, first in enumerate(text):
+        if not first or len(first) >= len(f) or not f.startswith(first):
+            continue
+        pos, cuts, j = len(first), [len(first)], k + 1
+        while pos < len(f) and j < len(text) and text[j] and f[pos:].lstrip(" ").startswith(text[j]):
+            pos += len(f[pos:]) - len(f[pos:].lstrip(" ")) + len(text[j])
+            cuts.append(pos)
+            j += 1
+        if pos == len(f):
+            break
+        cuts = None
+    check("stacks: %s... in the text" % f[:40], cuts is not None, out[:400])
+    for c in (cuts or [])[:-1]:
+        check("stacks: %s... breaks at a separator" % f[:40], f[c - 1] in ":,<( " or f[c] == " ",
+              "%r | %r" % (f[:c], f[c:]))
+# events --around oom on a file without an OOM: one line on stderr, exit 2, nothing on stdout.
+for fmt in ([], ["--format", "json"]):
+    rc, out, err = run(["events", "--around", "oom"] + fmt + [os.path.join(TESTDATA, "snapgen", "train.pickle")], env)
+    check("around oom without one: exit 2 %s" % fmt, rc == 2 and out == "", "%d %r" % (rc, out[:200]))
+    check("around oom without one: one line %s" % fmt,
+          err == "memsnap: --around oom: the trace records no OOM event (--around peak lists what led to the peak)\n",
+          repr(err))
+rc, out, err = run(["events", "--around", "oom", "--count", "3", os.path.join(TESTDATA, "snapgen", "frag.pickle")], env)
+check("around oom with one: exit 0", rc == 0 and "around oom" in out, "%d %r" % (rc, err))
+
 finish()
