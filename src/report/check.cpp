@@ -8,6 +8,7 @@
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
+#include "table_names.hpp"
 #include "text_util.hpp"
 #include "words.hpp"
 
@@ -97,7 +98,11 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
   constexpr size_t kStatus = 5, kCheck = 13, kNum = 10, kDev = 6;
   size_t fixed = kStatus + 1 + kCheck + 1 + kNum + 1 + 2 + 1 + kNum + 1 + kDev + 1;
   size_t name_w = width > fixed + 8 ? width - fixed : 8;
-  for (const auto& l : lines) {
+  std::vector<std::string> files;
+  for (const auto& l : lines) files.push_back(l.file);
+  std::vector<std::string> names = detail::table_names(files, name_w);
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const CheckLine& l = lines[k];
     if (l.status == CheckStatus::Error) {
       out << "ERROR " << detail::display_path(l.file, width - 6) << '\n'
           << detail::wrap_block(detail::term(l.message, 1000), width, 6);
@@ -108,7 +113,7 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
     out << pad_right(to_string(l.status), kStatus) << ' ' << pad_right(short_name(l.check), kCheck) << ' '
         << pad_left(skip ? "-" : check_figure_text(l), kNum) << ' ' << op << ' '
         << pad_right(skip ? "" : check_limit_text(l), kNum) << ' ' << pad_right(device_text(l.device), kDev) << ' '
-        << detail::display_path(l.file, name_w) << '\n';
+        << names[k] << '\n';
     if (skip) out << detail::wrap_block(detail::term(check_skip_reason(l), 1000), width, 6);
     if (l.check == analysis::CheckKind::MaxFragmentation && !skip)
       out << detail::wrap_block(fragmentation_note(l), width, 6);

@@ -10,6 +10,7 @@
 #include "memsnap/analysis/leaks.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
+#include "table_names.hpp"
 #include "text_util.hpp"
 
 namespace memsnap::report {
@@ -200,8 +201,12 @@ void write_fleet_text(std::ostream& out, const Fleet& fleet, const TextStyle& st
     return a->peak_or_allocated() > b->peak_or_allocated();
   });
   auto count = [](uint64_t n) { return n == 0 ? std::string("-") : std::to_string(n); };
-  for (const FleetRow* r : order) {
-    out << (r->outlier ? "! " : "  ") << pad_right(detail::display_path(r->file, name_w), name_w) << ' '
+  std::vector<std::string> files;
+  for (const FleetRow* r : order) files.push_back(r->file);
+  std::vector<std::string> names = detail::table_names(files, name_w);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const FleetRow* r = order[k];
+    out << (r->outlier ? "! " : "  ") << pad_right(names[k], name_w) << ' '
         << pad_left(human_bytes(r->reserved_bytes), kNum) << ' ' << pad_left(human_bytes(r->allocated_bytes), kNum)
         << ' ' << pad_left(r->peak_allocated_bytes ? human_bytes(*r->peak_allocated_bytes) : "-", kNum) << ' '
         << pad_left(r->oom_judged ? count(r->oom_events) : "?", kFlag) << ' '
