@@ -164,7 +164,7 @@ void write_analyze_text(std::ostream& out, const Source& src, const analysis::An
     totals_block(out, d, style);
     detail::write_accounting_text(out, d.accounting, style);
     if (d.fits) detail::write_fits_text(out, *d.fits, style);
-    detail::write_trace_text(out, d, snap.settings, result.time_origin_us, style);
+    detail::write_trace_text(out, d, snap.settings, result.time_origin_us, style, &src.context.sites);
     detail::write_oom_text(out, d, result.time_origin_us, style);
     detail::write_findings_text(out, d, snap.settings, style);
   }

@@ -27,8 +27,10 @@ void write_settings_text(std::ostream& out, const snapshot::AllocatorSettings& s
 void write_accounting_text(std::ostream& out, const analysis::Accounting& a, const TextStyle& style);
 void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const TextStyle& style);
 /// The trace part of a device: span, replay, peak, iterations (or structure), leaks.
+/// With `sites`, a site row names the library call it went through ("via ...").
 void write_trace_text(std::ostream& out, const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
-                      const std::optional<int64_t>& origin, const TextStyle& style);
+                      const std::optional<int64_t>& origin, const TextStyle& style,
+                      const analysis::Sites* sites = nullptr);
 /// The OOM headline at the top of a device, and the OOM section in full.
 void write_oom_headline_text(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style);
 void write_oom_text(std::ostream& out, const analysis::DeviceAnalysis& d, const std::optional<int64_t>& origin,

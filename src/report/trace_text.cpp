@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "frame_label.hpp"
 #include "memsnap/util/units.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
@@ -28,18 +29,44 @@ std::string bytes_per_iter(double b) {
   return (b < 0 ? "-" : "") + human_bytes(static_cast<uint64_t>(std::llround(std::fabs(b))));
 }
 
-// A table row whose first column is a site: shortened from the left to fit; a site
-// that cannot be shortened without cutting its function gets a line of its own.
-void site_row(std::ostream& out, const std::string& raw, size_t site_w, const std::string& numbers, size_t width) {
-  std::string site = shorten_left(term(raw, 512), site_w - 1);
-  if (display_width(site) < site_w) {
-    out << "    " << pad_right(site, site_w) << numbers << '\n';
-    return;
-  }
-  out << wrap_block(term(raw, 512), width, 4) << "    " << std::string(site_w, ' ') << numbers << '\n';
+// The library call a site went through ("via torch.nn.modules.linear.forward"), or "".
+std::string via_of(const Sites* sites, const std::string& site) {
+  if (!sites) return "";
+  auto id = sites->find(site);
+  if (!id || sites->context(*id).empty()) return "";
+  return "via " + term(sites->context(*id), 512);
 }
 
-void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin, size_t width) {
+// Whether every site of a table fits its column with its library call after it.
+bool vias_fit(const std::vector<std::string>& sites, const std::vector<std::string>& vias, size_t site_w) {
+  for (size_t i = 0; i < sites.size(); ++i)
+    if (!vias[i].empty() &&
+        display_width(shorten_left(term(sites[i], 512), site_w - 1)) + 1 + display_width(vias[i]) >= site_w)
+      return false;
+  return true;
+}
+
+// A table row whose first column is a site: shortened from the left to fit; a site
+// that cannot be shortened without cutting its function gets a line of its own. Its
+// library call follows the site (`inline_via`, when it fits for every row of the
+// table) or has a line below.
+void site_row(std::ostream& out, const std::string& raw, size_t site_w, const std::string& numbers, size_t width,
+              std::string via = "", bool inline_via = false) {
+  std::string site = shorten_left(term(raw, 512), site_w - 1);
+  if (display_width(site) < site_w) {
+    if (inline_via && !via.empty() && display_width(site) + 1 + display_width(via) < site_w) {
+      site += " " + via;
+      via.clear();
+    }
+    out << "    " << pad_right(site, site_w) << numbers << '\n';
+  } else {
+    out << wrap_block(term(raw, 512), width, 4) << "    " << std::string(site_w, ' ') << numbers << '\n';
+  }
+  if (!via.empty()) out << "      " << middle_cut(via, width - 6) << '\n';
+}
+
+void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin, size_t width,
+                const Sites* sites) {
   const auto& p = *d.peaks.allocated;
   std::string line =
       human_bytes(p.allocated_bytes) + " allocated, " + human_bytes(p.reserved_bytes) + " reserved, " +
@@ -61,9 +88,14 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
   size_t site_w = width - 4 - 12 - 8;
   out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
       << '\n';
-  for (const auto& s : p.top_sites)
+  std::vector<std::string> names, vias;
+  for (const auto& s : p.top_sites) names.push_back(s.site), vias.push_back(via_of(sites, s.site));
+  bool inline_via = vias_fit(names, vias, site_w);
+  for (size_t i = 0; i < p.top_sites.size(); ++i) {
+    const auto& s = p.top_sites[i];
     site_row(out, s.site, site_w, pad_left(human_bytes(s.live_bytes), 12) + pad_left(with_commas(s.allocations), 8),
-             width);
+             width, vias[i], inline_via);
+  }
   if (const auto& o = p.other_sites; o.sites)
     out << "    " << pad_right(with_commas(o.sites) + (o.sites == 1 ? " more site" : " more sites"), site_w)
         << pad_left(human_bytes(o.live_bytes), 12) << pad_left(with_commas(o.allocations), 8) << '\n';
@@ -88,7 +120,7 @@ void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) 
   out << std::string(kHead, ' ') << wrap(term(iteration_evidence(it), 2048), kHead, kHead, width) << '\n';
 }
 
-void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {
+void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width, const Sites* sites) {
   const auto& it = d.iterations;
   if (!analysis::leaks_judged(it)) return;
   out << head("leaks");
@@ -101,12 +133,16 @@ void write_leaks(std::ostream& out, const DeviceAnalysis& d, size_t width) {
   out << "    " << pad_right("site", site_w) << pad_left("per iter", 13) << pad_left("live now", 12)
       << pad_left("kept", 8) << "  "
       << "pattern" << '\n';
-  for (const auto& l : d.leaks) {
+  std::vector<std::string> names, vias;
+  for (const auto& l : d.leaks) names.push_back(l.site), vias.push_back(via_of(sites, l.site));
+  bool inline_via = vias_fit(names, vias, site_w);
+  for (size_t i = 0; i < d.leaks.size(); ++i) {
+    const auto& l = d.leaks[i];
     std::string kept = std::to_string(l.iterations_retained) + "/" + std::to_string(l.iterations_judged);
     site_row(out, l.site, site_w,
              pad_left(bytes_per_iter(l.growth_bytes_per_iteration), 13) + pad_left(human_bytes(l.live_bytes), 12) +
                  pad_left(kept, 8) + "  " + to_string(l.pattern),
-             width);
+             width, vias[i], inline_via);
   }
   out << wrap_block("(kept: in how many of the " + with_commas(d.leaks.front().iterations_judged) +
                         " complete iterations the site allocated memory still allocated at the dump)",
@@ -130,7 +166,7 @@ constexpr const char* kExplainFromDump =
     "its \"Tried to allocate\" figure) explains it from the dumped state";
 
 void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
-                      const std::optional<int64_t>& origin, const TextStyle& style) {
+                      const std::optional<int64_t>& origin, const TextStyle& style, const Sites* sites) {
   const size_t width = prose_width(style);
   const auto& t = d.trace;
   out << '\n' << head("trace");
@@ -179,9 +215,9 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot
                 kHead, kHead, width)
         << '\n';
   }
-  if (d.peaks.allocated) write_peak(out, d, origin, width);
+  if (d.peaks.allocated) write_peak(out, d, origin, width, sites);
   write_iterations(out, d, width);
-  write_leaks(out, d, width);
+  write_leaks(out, d, width, sites);
 }
 
 void write_oom_headline_text(std::ostream& out, const DeviceAnalysis& d, const TextStyle& style) {

@@ -82,6 +82,20 @@ def width(line):
     return len(line)
 
 
+def peak_tables(text):
+    """The 'live at the peak, by site' tables of analyze's text, one string per device."""
+    tables, cur = [], None
+    for line in text.splitlines():
+        if line.strip().startswith("live at the peak, by site"):
+            cur = []
+            tables.append(cur)
+        elif cur is not None and (not line.startswith("    ") or not line.strip()):
+            cur = None
+        elif cur is not None:
+            cur.append(line)
+    return ["\n".join(t) for t in tables]
+
+
 def run(cmd):
     env = dict(os.environ, COLUMNS="80", NO_COLOR="1", LC_ALL="C.UTF-8")
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -98,7 +112,7 @@ def main():
 
     files = sorted(os.path.join(realdata, f) for f in os.listdir(realdata)
                    if f.endswith((".pickle", ".pkl", ".json")))
-    errors = checked_sites = checked_frames = checked_lines = 0
+    errors = checked_sites = checked_frames = checked_lines = checked_vias = 0
 
     def fail(msg):
         nonlocal errors
@@ -132,6 +146,22 @@ def main():
                 elif obj.get("user_site") != site:
                     fail("%s: site %r: user_site is %r" % (name, site, obj.get("user_site")))
 
+        # the text's peak table names each site's library call ("via ...") as the JSON does
+        rc, text, err = run([memsnap, "analyze", path])
+        tables = peak_tables(text)
+        for dev, table in zip([d for d in json.loads(out)["devices"] if d.get("peak") and d["peak"]["top_sites"]],
+                              tables):
+            for s in dev["peak"]["top_sites"]:
+                ctx = s.get("library_context")
+                checked_vias += 1
+                if ctx and 4 + len(ctx) <= 74 and ("via " + ctx) not in table:
+                    fail("%s: device %d: peak site %r: 'via %s' is not in the text" % (name, dev["device"],
+                                                                                     s["site"], ctx))
+            want = sum(1 for s in dev["peak"]["top_sites"] if s.get("library_context"))
+            if table.count("via ") != want:
+                fail("%s: device %d: %d 'via' in the peak table, %d sites with a library call" %
+                     (name, dev["device"], table.count("via "), want))
+
         rc, out, err = run([memsnap, "callgraph", "--format", "json", path])
         if rc != 0:
             fail("%s: callgraph exit %d: %s" % (name, rc, err.strip()))
@@ -160,8 +190,8 @@ def main():
                 if width(line) > 80:
                     fail("%s: line %d is %d columns: %s" % (shown, n, width(line), line))
                     break
-    print("%d files, %d sites, %d call graph frames, %d lines checked; %d failures" %
-          (len(files), checked_sites, checked_frames, checked_lines, errors))
+    print("%d files, %d sites, %d peak sites' library calls, %d call graph frames, %d lines checked; %d failures" %
+          (len(files), checked_sites, checked_vias, checked_frames, checked_lines, errors))
     print("%d passed, %d failed" % (len(files) if not errors else 0, 1 if errors else 0))
     return 1 if errors else 0
 
