@@ -74,7 +74,8 @@ void add_flame(CLI::App& app) {
       o.script = args->script;
       o.unit = args->stack.stack.state == analysis::StackState::All ? "in all blocks (reserved)"
                                                                     : analysis::to_string(args->stack.stack.state);
-      o.subtitle = ls.source.path + ": " + report::describe(ls.source) + ", " + human_bytes(profile.bytes) + " in " +
+      o.subtitle_path = ls.source.path;
+      o.subtitle = report::describe(ls.source) + ", " + human_bytes(profile.bytes) + " in " +
                    count(profile.blocks, "block", "blocks");
       left_out = report::write_flame_svg(out, analysis::flame_tree(profile), o);
     });

@@ -267,9 +267,22 @@ void write_title_and_legend(std::string& svg, const FlameTree& t, const Layout& 
                                        : "Live GPU memory by call stack";
   svg += "<text x=\"" + num(kPad) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\" fill=\"" + kText + "\">" +
          xml_escape(detail::printable(title, 160)) + "</text>\n";
-  if (!o.subtitle.empty())
-    svg += "<text x=\"" + num(kPad) + "\" y=\"40\" font-size=\"11\" fill=\"" + kMuted + "\">" +
-           xml_escape(detail::printable(o.subtitle, size_t(lay.full / kCharW))) + "</text>\n";
+  const size_t room = size_t(lay.full / kCharW);  // columns of the subtitle's font
+  std::string subtitle = detail::printable(o.subtitle, room);
+  if (!o.subtitle_path.empty()) {  // the file gives way first: what and how much stay whole
+    size_t rest = detail::text_width(subtitle) + 2;
+    std::string path = detail::printable(o.subtitle_path, 1024);
+    size_t path_room = room > rest + 16 ? room - rest : 16, slash = path.rfind('/');
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (detail::text_width(path) > path_room && slash != std::string::npos)  // directories go first
+      path = detail::text_width(base) + 4 <= path_room
+                 ? detail::middle_cut(path.substr(0, slash), path_room - detail::text_width(base) - 1) + "/" + base
+                 : base;
+    subtitle = detail::middle_cut(path, path_room) + ": " + subtitle;  // the base name is cut last
+  }
+  if (!subtitle.empty())
+    svg += "<text x=\"" + num(kPad) + "\" y=\"40\" font-size=\"11\" fill=\"" + kMuted + "\">" + xml_escape(subtitle) +
+           "</text>\n";
   double lx = kPad;
   auto legend = [&](const std::string& color, const std::string& text) {
     svg += "<rect x=\"" + num(lx) + "\" y=\"50\" width=\"12\" height=\"12\" rx=\"2\" fill=\"" + color + "\"/>\n";

@@ -262,4 +262,28 @@ for path in real:
     else:
         check(base + " callgraph", False, err)
 
+# The SVG subtitle fits its line and keeps what and how much: a long path gives way first
+# (its directories, then the middle of its base name), never the figures at its end.
+with tempfile.TemporaryDirectory() as tmp:
+    deep = os.path.join(tmp, "a_rather_long_directory_name_for_experiments", "run_2026_11_27_batch_256_seq_1024",
+                        "checkpoints_and_memory_snapshots")
+    os.makedirs(deep)
+    path = os.path.join(deep, "very_long_memory_snapshot_file_name_from_a_training_job.pickle")
+    shutil.copy(snap("leak.pickle"), path)
+    width = 600
+    out_svg = os.path.join(tmp, "f.svg")
+    rc, out, err = run(["flame", "--width", str(width), "-o", out_svg, path])
+    rc2, folded, _ = run(["flame", path])
+    total = folded_sum(folded)
+    lines = [t for t in ET.parse(out_svg).getroot().iter(SVG + "text") if t.get("y") == "40"] if rc == 0 else []
+    sub = lines[0].text if lines else ""
+    room = int((width - 20) / CHAR_W)
+    head, _, rest = sub.partition(": ")
+    check("flame subtitle fits its line", 0 < len(sub) <= room, "%d > %d: %r" % (len(sub), room, sub))
+    check("flame subtitle: the path cut in the middle", "\u2026" in head and head.split("\u2026")[0] in path
+          and head.split("\u2026")[-1] != "" and path.endswith(head.split("\u2026")[-1]), sub)
+    mib = "%.2f MiB" % (total / (1 << 20))
+    check("flame subtitle: bytes and blocks whole", rest.endswith(", %s in " % mib + rest.rsplit(" in ", 1)[-1]) and
+          rest.rsplit(" in ", 1)[-1].split()[-1] in ("block", "blocks"), "%r (%s)" % (sub, mib))
+
 finish()

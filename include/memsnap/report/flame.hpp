@@ -41,6 +41,7 @@ struct FlameSvgOptions {
   int width = 1200;                // pixels
   std::string title;               // first line; empty: a default
   std::string subtitle;            // second line (which file and state)
+  std::string subtitle_path;       // the file, before the subtitle ("PATH: SUBTITLE"); cut first to fit
   std::string unit = "allocated";  // what the bytes are, for the root frame ("allocated", "active", ...)
   bool script = false;             // embed the small click-to-zoom script
 };
