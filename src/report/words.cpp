@@ -310,8 +310,8 @@ std::string releasable_where(const Accounting& a) {
   std::string whole = a.releasable_segments ? plural(a.releasable_segments, "whole segment", "whole segments") : "";
   if (!a.releasable_partial_bytes) return whole.empty() ? "" : " (" + whole + ")";
   std::string partial = "free pages of " + human_bytes(a.releasable_partial_bytes) + " in " +
-                        plural(a.releasable_partial_segments, "segment", "segments") +
-                        " that still hold allocated blocks";
+                        plural(a.releasable_partial_segments, "segment that still holds allocated blocks",
+                               "segments that still hold allocated blocks");
   if (whole.empty()) return " (" + partial + ")";
   return " (" + whole + ", " + human_bytes(a.releasable_whole_bytes) + ", and " + partial + ")";
 }

@@ -134,4 +134,41 @@ with tempfile.TemporaryDirectory() as tmp:
     check("lone snapshot marker: unused", rc == 0 and "device 1: unused" in out and "\ndevice 1\n" not in out and
           "devices (failing first)" not in out, out[-400:] + err)
 
+# The releasable line says where the bytes are: whole free segments, and free pages of an
+# expandable segment that still holds an allocated block (empty_cache() unmaps those pages).
+MiB = 1 << 20
+PAGE = 20 * MiB  # the large pool's page of an expandable segment
+
+
+def seg(addr, size, blocks, expandable):
+    allocated = sum(b["size"] for b in blocks if b["state"] == "active_allocated")
+    return {"device": 0, "address": addr, "total_size": size, "allocated_size": allocated, "active_size": allocated,
+            "requested_size": allocated, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+            "is_expandable": expandable, "frames": [], "blocks": blocks}
+
+
+def blk(addr, size, state):
+    return {"address": addr, "size": size, "requested_size": size, "state": state, "frames": []}
+
+
+live, pages = 10 * MiB, 10  # one 10 MiB tensor at the start of a 10-page mapped range
+ebase, cbase, whole = 0x7f0000000000, 0x7e0000000000, [100 * MiB, 100 * MiB]
+segments = [seg(cbase + i * (1 << 30), size, [blk(cbase + i * (1 << 30), size, "inactive")], False)
+            for i, size in enumerate(whole)]
+segments.append(seg(ebase, pages * PAGE, [blk(ebase, live, "active_allocated"),
+                                          blk(ebase + live, pages * PAGE - live, "inactive")], True))
+free_pages = (pages - (live + PAGE - 1) // PAGE) * PAGE  # pages with no byte of the tensor
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "releasable.pickle")
+    with open(path, "wb") as fh:
+        pickle.dump({"segments": segments, "device_traces": [[]]}, fh, protocol=4)
+    rc, out, err = run(["analyze", path], {"COLUMNS": "80"})
+    text = " ".join(out.split())
+    want = "is cached but holds no allocated block (%d whole segments, %.2f MiB, and free pages of %.2f MiB in 1 " \
+           "segment that still holds allocated blocks)" % (len(whole), sum(whole) / MiB, free_pages / MiB)
+    check("releasable: where the bytes are", rc == 0 and want in text, text[text.find("is cached") - 60:][:400])
+    rc, out, err = run(["analyze", "--format", "json", path])
+    acc = json.loads(out)["devices"][0]["fragmentation"] if rc == 0 else {}
+    check("releasable: the bytes", acc.get("releasable_bytes") == sum(whole) + free_pages, str(acc)[:300])
+
 finish()
