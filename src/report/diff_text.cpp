@@ -128,10 +128,11 @@ void site_table(std::ostream& out, const char* title, const std::vector<analysis
   }
   size_t changed = sites.size() - unchanged;
   if (changed > shown)
-    out << detail::wrap_block(
-        with_commas(changed - shown) + " more changed sites (--top N to show them; all are in --format json)", width,
-        2);
-  if (unchanged) out << "  " << with_commas(unchanged) << " sites unchanged\n";
+    out << detail::wrap_block(with_commas(changed - shown) +
+                                  (changed - shown == 1 ? " more changed site" : " more changed sites") +
+                                  " (--top N to show them; all are in --format json)",
+                              width, 2);
+  if (unchanged) out << "  " << with_commas(unchanged) << (unchanged == 1 ? " site" : " sites") << " unchanged\n";
   if (changed == 0) out << "  no site's live memory changed\n";
 }
 

@@ -147,6 +147,18 @@ def realdata(root):
     rc, out, err = run(["diff", before, after], env={"COLUMNS": "80"})
     check("Wedsonlin: no segment lists", rc == 0 and "segments only" not in out and "0x" not in out, out)
     check("Wedsonlin: 80 columns", all(len(l) <= 80 for l in out.splitlines()), out)
+    # silmont2000's fp32 and bf16 runs: the count of unchanged sites, in words that agree with it
+    before = os.path.join(root, "silmont2000__assignment2-systems__memory_forward_fp32_128.pickle")
+    after = os.path.join(root, "silmont2000__assignment2-systems__memory_forward_bf16_128.pickle")
+    if os.path.exists(before) and os.path.exists(after):
+        rc, js, err = run(["diff", "--format", "json", before, after])
+        rc, out, err = run(["diff", before, after], env={"COLUMNS": "80"})
+        for key, title in (("peak_sites", "live at the peak by site"), ("sites", "live at the dump by site")):
+            n = sum(1 for r in json.loads(js)["devices"][0][key]
+                    if r["delta_bytes"] == 0 and r["before_allocations"] == r["after_allocations"])
+            table = out.split(title, 1)[-1].split("\n\n", 1)[0]
+            check("silmont2000: %s: %d unchanged" % (key, n), n > 0 and
+                  "  %d %s unchanged\n" % (n, "site" if n == 1 else "sites") in table + "\n", table)
 
 
 def main():
