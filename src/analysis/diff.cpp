@@ -10,6 +10,7 @@
 
 #include "memsnap/analysis/peak.hpp"
 #include "memsnap/analysis/replay.hpp"
+#include "memsnap/util/canonical_text.hpp"
 
 namespace memsnap::analysis {
 
@@ -40,17 +41,21 @@ struct Row {
 struct SiteKey {
   std::string_view file, function, text;
   int64_t line = 0;
+  // Equal strings of the two snapshots are one view (CanonicalText): compared unread.
   bool operator<(const SiteKey& o) const {
-    return std::tie(file, function, line, text) < std::tie(o.file, o.function, o.line, o.text);
+    if (int c = compare_text(file, o.file)) return c < 0;
+    if (int c = compare_text(function, o.function)) return c < 0;
+    if (line != o.line) return line < o.line;
+    return compare_text(text, o.text) < 0;
   }
 };
 
-SiteKey site_key(const Context& ctx, snapshot::StackId stack) {
+SiteKey site_key(const Context& ctx, snapshot::StackId stack, CanonicalText& canonical) {
   if (auto f = ctx.sites.site_frame(stack)) {
     const snapshot::Frame& fr = ctx.snap.frames[*f];
-    return {ctx.snap.strings[fr.filename], ctx.snap.strings[fr.name], {}, fr.line};
+    return {canonical(ctx.snap.strings[fr.filename]), canonical(ctx.snap.strings[fr.name]), {}, fr.line};
   }
-  return {{}, {}, ctx.sites.site(stack), 0};
+  return {{}, {}, canonical(ctx.sites.site(stack)), 0};
 }
 
 std::string capped(std::string_view s) {
@@ -63,7 +68,7 @@ using CallerCache = std::unordered_map<uint32_t, std::vector<std::string>>;
 
 // Live allocated blocks by site (and by call path within the site).
 void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<SiteKey, Row>& rows,
-             CallerCache& cache) {
+             CallerCache& cache, CanonicalText& canonical) {
   struct PerStack {
     Row* row;
     const std::vector<std::string>* callers;
@@ -73,7 +78,7 @@ void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map
     if (b.state != snapshot::BlockState::ActiveAllocated) continue;
     auto [it, inserted] = seen.try_emplace(b.stack.v);
     if (inserted) {
-      SiteKey key = site_key(ctx, b.stack);
+      SiteKey key = site_key(ctx, b.stack, canonical);
       auto [row, fresh] = rows.try_emplace(key);
       if (fresh) {
         row->second.delta.site = ctx.sites.site(b.stack);
@@ -306,8 +311,9 @@ std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b, const
     if (process.segments_by_address()) segments_one_side(da, db, dd);
     CallerCache callers_a, callers_b;
     std::map<SiteKey, Row> rows;
-    if (da) collect(a, *da, false, rows, callers_a);
-    if (db) collect(b, *db, true, rows, callers_b);
+    CanonicalText canonical;
+    if (da) collect(a, *da, false, rows, callers_a, canonical);
+    if (db) collect(b, *db, true, rows, callers_b, canonical);
     dd.sites = site_deltas(rows);
     PeakState pa = peak_state(a, da), pb = peak_state(b, db);
     dd.peak_before = pa.peak;
@@ -315,8 +321,8 @@ std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b, const
     // Sites at the peaks only when both are known (a device a file lacks has none live).
     if ((!da || pa.state) && (!db || pb.state)) {
       std::map<SiteKey, Row> peak_rows;
-      if (pa.state) collect(a, *pa.state, false, peak_rows, callers_a);
-      if (pb.state) collect(b, *pb.state, true, peak_rows, callers_b);
+      if (pa.state) collect(a, *pa.state, false, peak_rows, callers_a, canonical);
+      if (pb.state) collect(b, *pb.state, true, peak_rows, callers_b, canonical);
       dd.peak_sites = site_deltas(peak_rows);
     }
     out.push_back(std::move(dd));

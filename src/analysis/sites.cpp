@@ -52,12 +52,18 @@ bool is_identifier_char(char c) {
 // Backward work: the autograd engine (its C++ threads, or Python's entry points to
 // it) or an autograd node. Forward-time torch/autograd frames (Function.apply of a
 // custom function, checkpointing) are not backward work.
-bool is_backward_frame(std::string_view file, std::string_view name) {
-  if (ends_with(file, ".py"))
-    return name == "_engine_run_backward" ||
-           ((ends_with(file, "torch/autograd/__init__.py") || ends_with(file, "torch/_tensor.py")) &&
-            (name == "backward" || name == "grad"));
+// A Python frame is backward work by its name, or by its name in one of these files; a C++
+// frame by its name alone (FrameClassifier::backward puts the two halves together).
+bool autograd_entry_file(std::string_view file) {
+  return ends_with(file, "torch/autograd/__init__.py") || ends_with(file, "torch/_tensor.py");
+}
+bool backward_native_name(std::string_view name) {
   return contains(name, "autograd::Engine") || !autograd_node(name).empty();
+}
+
+constexpr std::string_view kModulePy = "torch/nn/modules/module.py";
+bool call_impl_name(std::string_view name) {
+  return name == "_call_impl" || name == "_wrapped_call_impl";
 }
 
 }  // namespace
@@ -129,9 +135,8 @@ FrameKind CodeRules::classify(std::string_view file) const {
   return k;
 }
 
-bool is_dispatch_frame(std::string_view file, std::string_view name) {
-  if (ends_with(file, ".py"))
-    return (name == "_call_impl" || name == "_wrapped_call_impl") && contains(file, "torch/nn/modules/module.py");
+// is_dispatch_frame for a frame whose file is not Python: by the function's name alone.
+static bool dispatch_native_name(std::string_view name) {
   if (name.empty() || !autograd_node(name).empty() || contains(name, "AccumulateGrad")) return false;
   // The function's qualified name, without return type and arguments.
   std::string_view head = name.substr(0, name.find('('));
@@ -173,11 +178,23 @@ std::string library_call_name(std::string_view file, std::string_view name) {
   return out;
 }
 
-bool is_noise_frame(std::string_view file, std::string_view name) {
+bool is_dispatch_frame(std::string_view file, std::string_view name) {
+  if (ends_with(file, ".py")) return call_impl_name(name) && contains(file, kModulePy);
+  return dispatch_native_name(name);
+}
+
+// The noise filter's two halves: by the function's name, by the file's.
+static bool noise_name(std::string_view name) {
   static constexpr std::string_view kNames[] = {"unwind::unwind",    "CapturedTraceback::gather",
                                                 "gather_with_cpp",   "_start",
                                                 "__libc_start_main", "PyEval_",
                                                 "PyObject_",         "PyFunction_"};
+  for (auto n : kNames)
+    if (contains(name, n)) return true;
+  return false;
+}
+
+static bool noise_file(std::string_view file) {
   static constexpr std::string_view kFiles[] = {"core/boxing",
                                                 "/Register",
                                                 "/Redispatch",
@@ -188,13 +205,15 @@ bool is_noise_frame(std::string_view file, std::string_view name) {
                                                 "pycore_ceval.h",
                                                 "ceval.c",
                                                 "cpython/abstract.h"};
-  for (auto n : kNames)
-    if (contains(name, n)) return true;
   for (auto f : kFiles)
     if (contains(file, f)) return true;
   // "/Register" and "/Redispatch" also match a bare file name (native frames often carry no directory).
   std::string_view base = basename(file);
   return base.substr(0, 8) == "Register" || base.substr(0, 10) == "Redispatch";
+}
+
+bool is_noise_frame(std::string_view file, std::string_view name) {
+  return noise_name(name) || noise_file(file);
 }
 
 // The node is the class whose `apply` runs: "...::MmBackward0::apply(" or, in
@@ -225,7 +244,65 @@ static std::string capped(std::string_view s) {
   return std::string(s.substr(0, cut)) + "...";
 }
 
-Sites::Sites(const snapshot::Snapshot& snap, const CodeRules& rules) : snap_(snap), rules_(rules) {
+// ---- FrameClassifier ------------------------------------------------------------------------
+
+FrameClassifier::FrameClassifier(const snapshot::Snapshot& snap, const CodeRules& rules)
+    : snap_(snap), file_slot_(snap.strings.size(), UINT32_MAX), name_slot_(snap.strings.size(), UINT32_MAX) {
+  for (uint32_t i = 0; i < snap.frames.size(); ++i) {
+    const snapshot::Frame& f = snap.frames[snapshot::FrameId{i}];
+    if (uint32_t& slot = file_slot_[f.filename.v]; slot == UINT32_MAX) {
+      slot = static_cast<uint32_t>(files_.size());
+      std::string_view file = snap.strings[f.filename];
+      FileFacts& ff = files_.emplace_back();
+      ff.default_kind = classify_frame(file);
+      ff.kind = rules.classify(file);
+      ff.noise = noise_file(file);
+      ff.py = ends_with(file, ".py");
+      ff.module_py = contains(file, kModulePy);
+      ff.nn_modules = contains(file, "torch/nn/modules/");
+      ff.optim = contains(file, "/optim/") || contains(file, "/optimizers/");
+      ff.autograd_entry = autograd_entry_file(file);
+      ff.base = file.size() - analysis::basename(file).size();
+    }
+    if (uint32_t& slot = name_slot_[f.name.v]; slot == UINT32_MAX) {
+      slot = static_cast<uint32_t>(names_.size());
+      std::string_view name = snap.strings[f.name];
+      NameFacts& nf = names_.emplace_back();
+      nf.noise = noise_name(name);
+      nf.dispatch_native = dispatch_native_name(name);
+      nf.call_impl = call_impl_name(name);
+      nf.backward_native = backward_native_name(name);
+      nf.engine_run = name == "_engine_run_backward";
+      nf.backward_or_grad = name == "backward" || name == "grad";
+      nf.optimizer_step = contains(name, "Optimizer.step");
+      nf.forward = name == "forward";
+      nf.accumulate_grad = contains(name, "AccumulateGrad");
+      nf.machinery = allocation_machinery(name);
+      nf.node = capped(autograd_node(name));
+      nf.op = capped(aten_op(name));
+    }
+  }
+}
+
+bool FrameClassifier::dispatch(snapshot::FrameId f) const {
+  const FileFacts& ff = file(f);
+  return ff.py ? name(f).call_impl && ff.module_py : name(f).dispatch_native;
+}
+
+bool FrameClassifier::backward(snapshot::FrameId f) const {
+  const FileFacts& ff = file(f);
+  const NameFacts& nf = name(f);
+  return ff.py ? nf.engine_run || (ff.autograd_entry && nf.backward_or_grad) : nf.backward_native;
+}
+
+std::string_view FrameClassifier::basename(snapshot::FrameId f) const {
+  return snap_.strings[snap_.frames[f].filename].substr(file(f).base);
+}
+
+// ---- Sites ----------------------------------------------------------------------------------
+
+Sites::Sites(const snapshot::Snapshot& snap, const CodeRules& rules)
+    : snap_(snap), rules_(rules), classifier_(snap, rules_) {
   frames_.reserve(snap.frames.size());
   for (uint32_t f = 0; f < snap.frames.size(); ++f) frames_.push_back(describe_frame(snapshot::FrameId{f}));
   const size_t n = snap.stacks.size();
@@ -286,7 +363,7 @@ std::string Sites::frame_string(snapshot::FrameId id) const {
   std::string_view file = snap_.strings[f.filename];
   std::string_view name = snap_.strings[f.name];
   if ((file.empty() || file == "??") && f.line == 0) return capped(name);
-  std::string out = capped(basename(file));
+  std::string out = capped(classifier_.basename(id));
   out += ':';
   out += std::to_string(f.line);
   out += ':';
@@ -295,21 +372,20 @@ std::string Sites::frame_string(snapshot::FrameId id) const {
 }
 
 Sites::FrameInfo Sites::describe_frame(snapshot::FrameId f) const {
-  std::string_view file = snap_.strings[snap_.frames[f].filename];
-  std::string_view name = snap_.strings[snap_.frames[f].name];
+  const FrameClassifier& c = classifier_;
   FrameInfo i;
-  i.kind = rules_.classify(file);
-  i.noise = is_noise_frame(file, name);
-  i.backward = is_backward_frame(file, name);
-  i.optimizer = contains(file, "/optim/") || contains(file, "/optimizers/") || contains(name, "Optimizer.step");
-  i.module_call = contains(file, "torch/nn/modules/module.py");
-  i.forward = name == "forward" || contains(file, "torch/nn/modules/");
-  i.dispatch = is_dispatch_frame(file, name);
+  i.kind = c.kind(f);
+  i.noise = c.noise(f);
+  i.backward = c.backward(f);
+  i.optimizer = c.optimizer(f);
+  i.module_call = c.module_call(f);
+  i.forward = c.forward(f);
+  i.dispatch = c.dispatch(f);
   if (i.kind == FrameKind::Native) {
-    i.accumulate_grad = contains(name, "AccumulateGrad");
-    i.node = autograd_node(name);
-    i.op = aten_op(name);
-    i.machinery = allocation_machinery(name);
+    i.accumulate_grad = c.accumulate_grad(f);
+    i.node = c.node(f);
+    i.op = c.op(f);
+    i.machinery = c.machinery(f);
   }
   return i;
 }

@@ -2,7 +2,12 @@
 #include "memsnap/analysis/stacks.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <tuple>
+#include <unordered_map>
+
+#include "memsnap/util/canonical_text.hpp"
 
 namespace memsnap::analysis {
 
@@ -32,7 +37,17 @@ bool counted(const snapshot::Block& b, StackState which) {
 
 // The order of frames people read: function, then file, then line, then kind.
 bool frame_less(const ProfileFrame& a, const ProfileFrame& b) {
-  return std::tie(a.function, a.file, a.line, a.kind) < std::tie(b.function, b.file, b.line, b.kind);
+  if (int c = compare_text(a.function, b.function)) return c < 0;
+  if (int c = compare_text(a.file, b.file)) return c < 0;
+  return std::tie(a.line, a.kind) < std::tie(b.line, b.kind);
+}
+
+// A pseudo-frame's name, kept for the process: a handful of distinct names ever.
+std::string_view pooled(const std::string& name) {
+  static std::mutex mutex;
+  static std::set<std::string, std::less<>> pool;
+  std::lock_guard<std::mutex> lock(mutex);
+  return *pool.insert(name).first;
 }
 
 }  // namespace
@@ -62,6 +77,8 @@ const char* to_string(ProfileFrameKind k) {
 
 StackProfileBuilder::StackProfileBuilder(const snapshot::Snapshot& snap, const StackOptions& options)
     : snap_(snap),
+      profile_{},
+      classify_(snap, options.code),
       frame_of_id_(snap.frames.size(), kUnset),
       filtered_(snap.stacks.size()),
       filtered_done_(snap.stacks.size(), 0) {
@@ -85,10 +102,10 @@ uint32_t StackProfileBuilder::frame_index(snapshot::FrameId id) {
 ProfileFrame StackProfileBuilder::describe(snapshot::FrameId id) const {
   const snapshot::Frame& f = snap_.frames[id];
   ProfileFrame pf;
-  pf.function = std::string(snap_.strings[f.name]);
-  pf.file = std::string(snap_.strings[f.filename]);
+  pf.function = snap_.strings[f.name];
+  pf.file = snap_.strings[f.filename];
   if (!profile_.options.by_function) pf.line = f.line;
-  pf.kind = kind_of(profile_.options.code.classify(pf.file));
+  pf.kind = kind_of(classify_.kind(id));
   return pf;
 }
 
@@ -96,7 +113,7 @@ uint32_t StackProfileBuilder::synthetic(const std::string& name) {
   for (const auto& [n, i] : synthetic_)
     if (n == name) return i;
   ProfileFrame pf;
-  pf.function = name;
+  pf.function = pooled(name);
   pf.kind = ProfileFrameKind::Synthetic;
   uint32_t i = static_cast<uint32_t>(profile_.frames.size());
   profile_.frames.push_back(std::move(pf));
@@ -110,17 +127,14 @@ const std::vector<uint32_t>& StackProfileBuilder::filtered(snapshot::StackId id)
   std::vector<snapshot::FrameId> kept;
   bool python = false;
   for (snapshot::FrameId f : snap_.stacks[id]) {
-    const snapshot::Frame& fr = snap_.frames[f];
-    std::string_view file = snap_.strings[fr.filename];
-    if (is_noise_frame(file, snap_.strings[fr.name])) continue;
-    python = python || classify_frame(file) != FrameKind::Native;
+    if (classify_.noise(f)) continue;
+    python = python || classify_.default_kind(f) != FrameKind::Native;
     kept.push_back(f);
   }
   if (profile_.options.collapse_dispatch) {
     std::vector<snapshot::FrameId> causes;
     for (snapshot::FrameId f : kept)
-      if (!is_dispatch_frame(snap_.strings[snap_.frames[f].filename], snap_.strings[snap_.frames[f].name]))
-        causes.push_back(f);
+      if (!classify_.dispatch(f)) causes.push_back(f);
     if (!causes.empty()) kept = std::move(causes);
   }
   auto& out = filtered_[id.v];
@@ -130,12 +144,10 @@ const std::vector<uint32_t>& StackProfileBuilder::filtered(snapshot::StackId id)
   uint32_t owner = kUnset;
   if (profile_.options.collapse_dispatch)
     for (auto it = kept.rbegin(); it != kept.rend(); ++it)
-      if (profile_.options.code.classify(snap_.strings[snap_.frames[*it].filename]) == FrameKind::User) owner = it->v;
+      if (classify_.kind(*it) == FrameKind::User) owner = it->v;
   if (owner == kUnset) {
     for (snapshot::FrameId f : kept) {
-      if (python && !profile_.options.cpp &&
-          classify_frame(snap_.strings[snap_.frames[f].filename]) == FrameKind::Native)
-        continue;
+      if (python && !profile_.options.cpp && classify_.default_kind(f) == FrameKind::Native) continue;
       out.push_back(frame_index(f));
     }
   } else {
@@ -144,13 +156,12 @@ const std::vector<uint32_t>& StackProfileBuilder::filtered(snapshot::StackId id)
     uint32_t current = kUnset;
     std::vector<uint32_t> owners(kept.size(), kUnset);
     for (size_t i = kept.size(); i-- > 0;) {
-      if (profile_.options.code.classify(snap_.strings[snap_.frames[kept[i]].filename]) == FrameKind::User)
-        current = kept[i].v;
+      if (classify_.kind(kept[i]) == FrameKind::User) current = kept[i].v;
       owners[i] = current;
     }
     for (size_t i = 0; i < kept.size(); ++i) {
       snapshot::FrameId f = kept[i];
-      FrameKind k = profile_.options.code.classify(snap_.strings[snap_.frames[f].filename]);
+      FrameKind k = classify_.kind(f);
       if (python && !profile_.options.cpp && k == FrameKind::Native) continue;
       if (k == FrameKind::User || owners[i] == kUnset) {
         out.push_back(frame_index(f));
@@ -330,14 +341,21 @@ DiffProfile diff_profiles(const StackProfile& before, const StackProfile& after)
   d.before = before.bytes;
   d.after = after.bytes;
   // Frame ids differ between two files: frames match on their text. An ordered map
-  // keyed by the strings costs O(log n) comparisons and cannot be flooded.
-  auto less = [](const ProfileFrame* a, const ProfileFrame* b) { return frame_less(*a, *b); };
-  std::map<const ProfileFrame*, uint32_t, decltype(less)> frame_ids(less);
+  // keyed by the strings costs O(log n) comparisons and cannot be flooded. Each distinct
+  // string is first replaced by one view of its text (`canonical`, once per view), so that
+  // equal strings of the two files compare without being read again: thousands of frames
+  // sharing one 1 MiB file name compare in O(1) (issue 38).
+  CanonicalText canonical;
+  auto less = [](const ProfileFrame& a, const ProfileFrame& b) { return frame_less(a, b); };
+  std::map<ProfileFrame, uint32_t, decltype(less)> frame_ids(less);
   auto unify = [&](const StackProfile& p) {
     std::vector<uint32_t> map(p.frames.size());
     for (size_t i = 0; i < p.frames.size(); ++i) {
-      auto [it, inserted] = frame_ids.try_emplace(&p.frames[i], uint32_t(d.frames.size()));
-      if (inserted) d.frames.push_back(p.frames[i]);
+      ProfileFrame f = p.frames[i];
+      f.function = canonical(f.function);
+      f.file = canonical(f.file);
+      auto [it, inserted] = frame_ids.try_emplace(f, uint32_t(d.frames.size()));
+      if (inserted) d.frames.push_back(f);
       map[i] = it->second;
     }
     return map;

@@ -275,11 +275,11 @@ void write_callgraph_dot(std::ostream& out, const CallgraphView& view) {
 namespace {
 
 // Long strings are cut at 4096 bytes on a character boundary; JSON escapes the rest.
-std::string json_text(const std::string& s) {
-  if (s.size() <= 4096) return s;
+std::string json_text(std::string_view s) {
+  if (s.size() <= 4096) return std::string(s);
   size_t n = 4096;
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return s.substr(0, n);
+  return std::string(s.substr(0, n));
 }
 
 }  // namespace

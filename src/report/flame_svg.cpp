@@ -85,7 +85,7 @@ std::string hsl(double h, double s, double l) {
 }
 
 // A stable number in [0, 1) per name, so neighbouring frames of one kind differ a little.
-double jitter(const std::string& s) {
+double jitter(std::string_view s) {
   uint32_t h = 2166136261u;
   for (unsigned char c : s) h = (h ^ c) * 16777619u;
   return double(h % 1000) / 1000.0;

@@ -247,16 +247,28 @@ std::string fit_function(const std::string& name, size_t width) {
   return seps.empty() ? name : name.substr(seps.back() + 2);
 }
 
+// Labels are shown at most 1,000 columns wide: of a longer name they read the first 8 KiB, of
+// a longer path the last 8 KiB (the file's own name), so that a label costs no more however
+// long the strings of the snapshot (issue 38: thousands of frames of one 1 MiB file name).
+constexpr size_t kLabelBytes = 8192;
+
 std::string frame_location(const analysis::ProfileFrame& f) {
   if (f.kind == analysis::ProfileFrameKind::Synthetic || f.file.empty() || f.file == "??") return "";
-  std::string loc(display_path(f.file));
+  std::string_view file = f.file;
+  std::string loc;
+  if (file.size() > kLabelBytes) {
+    file.remove_prefix(file.size() - kLabelBytes);
+    while (!file.empty() && (static_cast<unsigned char>(file.front()) & 0xC0) == 0x80) file.remove_prefix(1);
+    loc = "…";
+  }
+  loc += display_path(file);
   if (f.line && *f.line != 0) loc += ":" + std::to_string(*f.line);
   return loc;
 }
 
 std::string frame_label(const analysis::ProfileFrame& f) {
-  if (f.kind == analysis::ProfileFrameKind::Synthetic) return f.function;
-  std::string fn = f.function.empty() ? "??" : f.function;
+  if (f.kind == analysis::ProfileFrameKind::Synthetic) return std::string(f.function);
+  std::string fn(f.function.empty() ? std::string_view("??") : f.function.substr(0, kLabelBytes));
   std::string loc = frame_location(f);
   return loc.empty() ? fn : fn + " (" + loc + ")";
 }

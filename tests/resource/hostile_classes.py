@@ -20,8 +20,10 @@ out (AddressSanitizer's shadow memory and quarantine).
      under -j 2 (one budget for the run)
   9  a zstd file that starts with a skippable frame is read
   5  bounded output: one memoised 1 MiB file name shared by every frame (export refused at the
-     output bound, before writing, no file left); deep distinct paths (the flame graph leaves out
-     frames narrower than a pixel and counts them; folded and DOT stay small); --max-output
+     output bound, before writing, no file left; every other command on it runs in time: the
+     frames' rules are worked out once per distinct string, 6); deep distinct paths (the flame
+     graph leaves out frames narrower than a pixel and counts them; folded and DOT stay small);
+     --max-output
 """
 import csv
 import io
@@ -308,12 +310,18 @@ def segment_of(blocks_frames, size=1 << 20):
             "device_traces": [[]]}
 
 
-def memo_name_bomb(blocks=500, depth=4):
+def memo_name_bomb(blocks=500, depth=4, trace=False):
     """Every frame names the same 1 MiB file: pickle memoises it once, a JSON export would
-    write it blocks * depth times (2 GB)."""
+    write it blocks * depth times (2 GB). With `trace`, each block's allocation is in the trace
+    with the same (memoised) frames."""
     big = "/w/" + "x" * (1 << 20) + ".py"
-    return segment_of([[{"filename": big, "line": i * depth + j, "name": "f"} for j in range(depth)]
+    snap = segment_of([[{"filename": big, "line": i * depth + j, "name": "f"} for j in range(depth)]
                        for i in range(blocks)])
+    if trace:
+        blocks = snap["segments"][0]["blocks"]
+        snap["device_traces"] = [[{"action": "alloc", "addr": b["address"], "size": b["size"], "stream": 0,
+                                   "frames": b["frames"], "time_us": i + 1} for i, b in enumerate(blocks)]]
+    return snap
 
 
 def deep_paths(paths, depth):
@@ -346,6 +354,30 @@ def class_output(tmp):
     check("5 flame --max-output 100: refused", one_line_error(rc, err, "exceed 100 B"), "%r %r" % (rc, err))
     rc, o, err = run(["export", small, "--max-output", "lots"], name="5 export --max-output lots")
     check("5 --max-output lots: refused", one_line_error(rc, err, "--max-output: not a size"), "%r %r" % (rc, err))
+
+    # Every command on the name bomb, with a trace: 2,000 frames each naming the one 1 MiB file
+    # (class 5/6; segments took 35 s of CPU when each frame's rules read the name again).
+    bomb = write(os.path.join(tmp, "bomb_trace.pickle"), pickle.dumps(memo_name_bomb(trace=True), protocol=4))
+    bomb2 = write(os.path.join(tmp, "bomb_copy.pickle"), open(bomb, "rb").read())  # equal names, other views
+    bomb_doc = os.path.join(tmp, "bomb_analyze.json")
+    config = write(os.path.join(tmp, "limits.json"), b'{"max-peak": "1GiB"}')
+    for args in (["analyze", bomb], ["analyze", "--format", "json", bomb], ["segments", bomb],
+                 ["segments", "--format", "json", bomb], ["events", "--stacks", bomb],
+                 ["events", "--stacks", "--format", "json", bomb], ["timeline", bomb, "--by-site", "--format", "csv",
+                                                                     "-o", "-"],
+                 ["timeline", bomb, "--by-site", "--format", "svg", "-o", "-"], ["callgraph", bomb],
+                 ["callgraph", "--dot", bomb], ["callgraph", "--format", "json", bomb], ["flame", bomb],
+                 ["flame", "--format", "svg", bomb], ["diff", bomb, small], ["diff", bomb, bomb2], ["diff", "--flame", bomb, bomb2],
+                 ["check", "--max-peak", "1KiB", "--config", config, "--junit", os.path.join(tmp, "j.xml"), bomb],
+                 ["export", "--format", "pickle", bomb], ["report", bomb, "-o", os.path.join(tmp, "r.html")]):
+        name = "5 " + " ".join(os.path.basename(a) for a in args if a != bomb) + " on the name bomb"
+        rc, o, err = run(args, name=name)
+        check(name + ": ran", rc in (0, 1) and err.count("\n") <= 2, "%r %r" % (rc, err[:300]))
+        if args[:3] == ["analyze", "--format", "json"] and rc == 0:
+            write(bomb_doc, o)
+    if os.path.exists(bomb_doc):
+        rc, o, err = run(["merge", bomb_doc], name="5 merge on the name bomb's analyze JSON")
+        check("5 merge on the name bomb's analyze JSON: ran", rc == 0, err)
 
     # 2,000 paths of 201 frames: each 0.59 px wide at 1200 px, all left out and counted.
     deep = write(os.path.join(tmp, "deep.pickle"), pickle.dumps(deep_paths(2000, 200), protocol=4))

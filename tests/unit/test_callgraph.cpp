@@ -64,7 +64,7 @@ std::map<std::string, const analysis::CallVertex*> by_name(const analysis::CallG
   out["<root>"] = &g.vertices[0];
   for (size_t i = 1; i < g.vertices.size(); ++i) {
     const auto& f = g.frames[g.vertices[i].frame];
-    out[f.function + (f.line ? ":" + std::to_string(*f.line) : "")] = &g.vertices[i];
+    out[std::string(f.function) + (f.line ? ":" + std::to_string(*f.line) : "")] = &g.vertices[i];
   }
   return out;
 }
@@ -73,7 +73,7 @@ std::string name_of(const analysis::CallGraph& g, uint32_t v) {
   if (v == analysis::kNoVertex) return "none";
   if (v == 0) return "<root>";
   const auto& f = g.frames[g.vertices[v].frame];
-  return f.function + (f.line ? ":" + std::to_string(*f.line) : "");
+  return std::string(f.function) + (f.line ? ":" + std::to_string(*f.line) : "");
 }
 
 const analysis::CallEdge* edge(const analysis::CallGraph& g, const std::string& from, const std::string& to) {
@@ -219,7 +219,7 @@ TEST_CASE("the noise filter, C++ frames, missing stacks and the three states") {
     std::map<std::string, uint64_t> out;
     for (const auto& s : p.stacks) {
       std::string line;
-      for (uint32_t f : s.frames) line += (line.empty() ? "" : ";") + p.frames[f].function;
+      for (uint32_t f : s.frames) line += (line.empty() ? "" : ";") + std::string(p.frames[f].function);
       out[line] += s.bytes;
     }
     return out;

@@ -157,3 +157,39 @@ TEST_CASE("sites are the user's frame with the library call as context; gradient
   analysis::Sites mine(s, rules);
   CHECK(mine.site(a) == "vision_transformer.py:93:forward");
 }
+
+TEST_CASE("the frame classifier answers as the per-frame rules on every fixture frame") {
+  // FrameClassifier works per distinct string (issue 38); its answers must be those of
+  // classify_frame, CodeRules::classify, is_noise_frame and is_dispatch_frame per frame.
+  analysis::CodeRules rules;
+  rules.user_code = {"*/models/*"};
+  rules.library = {"train.py"};
+  size_t frames = 0, noise = 0, dispatch = 0, user = 0;
+  for (const char* name :
+       {"snapgen/cpp.pickle", "snapgen/leak.pickle", "snapgen/forward.pickle", "snapgen/big_layer.pickle"}) {
+    auto l = snapshot::load_snapshot(test::testdata(name).string());
+    const auto& s = l.snapshot;
+    for (const analysis::CodeRules& used : {rules, analysis::CodeRules{}}) {
+      analysis::FrameClassifier c(s, used);
+      for (uint32_t i = 0; i < s.frames.size(); ++i) {
+        snapshot::FrameId id{i};
+        std::string_view file = s.strings[s.frames[id].filename], fn = s.strings[s.frames[id].name];
+        CHECK(c.default_kind(id) == analysis::classify_frame(file));
+        CHECK(c.kind(id) == used.classify(file));
+        CHECK(c.noise(id) == analysis::is_noise_frame(file, fn));
+        CHECK(c.dispatch(id) == analysis::is_dispatch_frame(file, fn));
+        CHECK(c.node(id) == analysis::autograd_node(fn));
+        CHECK(std::string(c.basename(id)) == std::string(file.substr(file.find_last_of("/\\") + 1)));
+        ++frames;
+        noise += c.noise(id);
+        dispatch += c.dispatch(id);
+        user += c.kind(id) == FrameKind::User;
+      }
+    }
+  }
+  // The fixtures reach every answer, so the comparison above can fail.
+  CHECK(frames > 0);
+  CHECK(noise > 0);
+  CHECK(dispatch > 0);
+  CHECK(user > 0);
+}

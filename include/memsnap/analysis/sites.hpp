@@ -63,6 +63,51 @@ bool is_noise_frame(std::string_view filename, std::string_view name);
 /// frame runs no autograd node.
 std::string autograd_node(std::string_view function_name);
 
+/// The rules above for every frame of one snapshot, worked out once per distinct file name and
+/// once per distinct function name: a frame's answers combine the facts of its two strings. A
+/// hostile file can give thousands of frames one 1 MiB file name (pickle's memo stores it
+/// once); asking each frame's rules of its strings would read that name thousands of times
+/// (issue 38). Here the work is linear in the bytes of the distinct strings.
+class FrameClassifier {
+ public:
+  FrameClassifier(const snapshot::Snapshot& snap, const CodeRules& rules);
+  FrameKind kind(snapshot::FrameId f) const { return file(f).kind; }                  // rules.classify
+  FrameKind default_kind(snapshot::FrameId f) const { return file(f).default_kind; }  // classify_frame
+  bool noise(snapshot::FrameId f) const { return name(f).noise || file(f).noise; }    // is_noise_frame
+  bool dispatch(snapshot::FrameId f) const;                                           // is_dispatch_frame
+  bool backward(snapshot::FrameId f) const;
+  bool optimizer(snapshot::FrameId f) const { return file(f).optim || name(f).optimizer_step; }
+  bool module_call(snapshot::FrameId f) const { return file(f).module_py; }
+  bool forward(snapshot::FrameId f) const { return name(f).forward || file(f).nn_modules; }
+  bool accumulate_grad(snapshot::FrameId f) const { return name(f).accumulate_grad; }
+  bool machinery(snapshot::FrameId f) const { return name(f).machinery; }
+  /// The autograd node and the ATen op the function name runs ("" if none), at most 1 KiB each.
+  const std::string& node(snapshot::FrameId f) const { return name(f).node; }
+  const std::string& op(snapshot::FrameId f) const { return name(f).op; }
+  /// The file name's last component (after the last '/' or '\\').
+  std::string_view basename(snapshot::FrameId f) const;
+
+ private:
+  struct FileFacts {
+    FrameKind kind = FrameKind::Native, default_kind = FrameKind::Native;
+    bool noise = false, py = false, module_py = false, nn_modules = false, optim = false, autograd_entry = false;
+    size_t base = 0;  // where the basename starts
+  };
+  struct NameFacts {
+    bool noise = false, dispatch_native = false, call_impl = false, backward_native = false;
+    bool engine_run = false, backward_or_grad = false, optimizer_step = false, forward = false;
+    bool accumulate_grad = false, machinery = false;
+    std::string node, op;
+  };
+  const FileFacts& file(snapshot::FrameId f) const { return files_[file_slot_[snap_.frames[f].filename.v]]; }
+  const NameFacts& name(snapshot::FrameId f) const { return names_[name_slot_[snap_.frames[f].name.v]]; }
+
+  const snapshot::Snapshot& snap_;
+  std::vector<uint32_t> file_slot_, name_slot_;  // string id -> its facts (UINT32_MAX: no frame's)
+  std::vector<FileFacts> files_;
+  std::vector<NameFacts> names_;
+};
+
 using SiteId = snapshot::Id<struct SiteTag>;
 
 /// What the frames of a stack show about the work that allocated: the evidence
@@ -133,6 +178,7 @@ class Sites {
 
   const snapshot::Snapshot& snap_;
   CodeRules rules_;
+  FrameClassifier classifier_;
   std::vector<FrameInfo> frames_;
   std::vector<SiteId> site_of_stack_;
   std::vector<StackTraits> traits_;

@@ -52,9 +52,12 @@ struct StackOptions {
 enum class ProfileFrameKind : uint8_t { User, Torch, PythonRuntime, Native, Synthetic, Library };
 const char* to_string(ProfileFrameKind k);
 
+/// A frame's strings are views: into the snapshot's string table (the profile lives no longer
+/// than its snapshot), or for pseudo-frames into a process-wide pool. A 1 MiB file name shared
+/// by thousands of frames stays one string (issue 38).
 struct ProfileFrame {
-  std::string function;         // as recorded (C++ frames: the demangled signature); synthetic: "<...>"
-  std::string file;             // as recorded ("" for synthetic frames)
+  std::string_view function;    // as recorded (C++ frames: the demangled signature); synthetic: "<...>"
+  std::string_view file;        // as recorded ("" for synthetic frames)
   std::optional<int64_t> line;  // nullopt with by_function and for synthetic frames
   ProfileFrameKind kind = ProfileFrameKind::Synthetic;
 };
@@ -93,6 +96,7 @@ class StackProfileBuilder {
 
   const snapshot::Snapshot& snap_;
   StackProfile profile_;
+  FrameClassifier classify_;                                 // by profile_.options.code
   std::vector<uint32_t> frame_of_id_;                        // FrameId -> frame index (kUnset until seen)
   std::unordered_map<uint64_t, uint32_t> by_function_;       // file id << 32 | function id -> frame
   std::vector<std::pair<std::string, uint32_t>> synthetic_;  // a handful of pseudo-frames
