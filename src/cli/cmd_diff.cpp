@@ -20,6 +20,7 @@ struct DiffArgs {
   size_t top = 20;
   bool flame = false;
   std::string output;
+  std::string max_output;
 };
 }  // namespace
 
@@ -39,6 +40,7 @@ void add_diff(CLI::App& app) {
                 "blue shrank)");
   cmd->add_option("-o,--output", args->output, "With --flame: the output file (.svg for a picture; default -)")
       ->option_text("OUT");
+  add_max_output_option(*cmd, args->max_output);
   cmd->callback([args] {
     std::optional<uint64_t> limit;
     if (!args->fail_if_growth.empty()) {
@@ -57,12 +59,13 @@ void add_diff(CLI::App& app) {
     snapshot::Loaded after = later.get();
     print_warnings(before);
     print_warnings(after);
+    bound_output(output, args->max_output, before.input.decoded_bytes + after.input.decoded_bytes);
     analysis::Context before_ctx(before.snapshot, code_rules()), after_ctx(after.snapshot, code_rules());
     analysis::ProcessMatch process = analysis::match_processes(before.snapshot, after.snapshot);
     auto devices = analysis::diff_snapshots(before_ctx, after_ctx, process);
     report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, args->top, process};
     if (args->flame)
-      write_diff_flame(before, after, output);
+      write_diff_flame(before, after, output, args->common.quiet);
     else
       write_output(output, [&](std::ostream& out) {
         if (args->common.format == Format::Json)

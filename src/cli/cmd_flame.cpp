@@ -88,7 +88,8 @@ void add_flame(CLI::App& app) {
   });
 }
 
-void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, io::OutputFile& output) {
+void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, io::OutputFile& output,
+                      bool quiet) {
   // Both dumps as dumped, allocated memory; a <device N> frame when either file has several devices.
   const snapshot::Loaded* files[2] = {&before, &after};
   bool device_root = before.snapshot.devices.size() > 1 || after.snapshot.devices.size() > 1;
@@ -102,6 +103,7 @@ void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& af
   }
   analysis::DiffProfile diff = analysis::diff_profiles(profiles[0], profiles[1]);
   std::string target = output.is_stdout() ? "-" : output.shown();
+  size_t left_out = 0;
   write_output(output, [&](std::ostream& out) {
     if (format_for(std::nullopt, target) == FlameFormat::Svg) {
       report::FlameSvgOptions o;
@@ -110,11 +112,14 @@ void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& af
       };
       o.subtitle = shown(before) + " (" + human_bytes(diff.before) + ") -> " + shown(after) + " (" +
                    human_bytes(diff.after) + "), allocated memory as dumped";
-      report::write_flame_svg(out, analysis::flame_tree(diff), o);
+      left_out = report::write_flame_svg(out, analysis::flame_tree(diff), o);
     } else {
       report::write_folded(out, diff);
     }
   });
+  if (left_out && !quiet)
+    std::cerr << "memsnap: note: " << count(left_out, "frame", "frames")
+              << " narrower than 1 px left out of the flame graph (their bytes are in their callers)\n";
   if (!output.is_stdout())
     std::cerr << "wrote " << target << " (" << count(diff.stacks.size(), "stack", "stacks") << ", "
               << human_bytes(diff.before) << " -> " << human_bytes(diff.after) << " allocated)\n";

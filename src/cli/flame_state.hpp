@@ -72,6 +72,7 @@ LoadedStates load_states(const StackArgs& args);
 /// `memsnap diff --flame BEFORE AFTER [-o OUT]`: the differential profile of two dumps,
 /// folded (`stack BEFORE AFTER`) into `output` (opened by the caller before loading, so that
 /// an input is never its target), or an SVG when its name ends in .svg; committed here.
-void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, io::OutputFile& output);
+void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, io::OutputFile& output,
+                      bool quiet);
 
 }  // namespace memsnap::cli

@@ -22,8 +22,8 @@ out (AddressSanitizer's shadow memory and quarantine).
   5  bounded output: one memoised 1 MiB file name shared by every frame (export refused at the
      output bound, before writing, no file left; every other command on it runs in time: the
      frames' rules are worked out once per distinct string, 6); deep distinct paths (the flame
-     graph leaves out frames narrower than a pixel and counts them; folded and DOT stay small);
-     --max-output
+     graph, and diff --flame's, leaves out frames narrower than a pixel and counts them; folded
+     and DOT stay small); --max-output, also for diff --flame
 """
 import csv
 import io
@@ -324,11 +324,12 @@ def memo_name_bomb(blocks=500, depth=4, trace=False):
     return snap
 
 
-def deep_paths(paths, depth):
+def deep_paths(paths, depth, size=1 << 20):
     """`paths` stacks of `depth` shared frames under a distinct outermost frame each: paths * (depth
     + 1) distinct flame-graph frames, each path 1 / paths of the width."""
     shared = [{"filename": "/w/model.py", "line": j, "name": "layer%d" % j} for j in range(depth)]
-    return segment_of([shared + [{"filename": "/w/root.py", "line": i, "name": "r%d" % i}] for i in range(paths)])
+    return segment_of([shared + [{"filename": "/w/root.py", "line": i, "name": "r%d" % i}] for i in range(paths)],
+                      size)
 
 
 def class_output(tmp):
@@ -398,6 +399,26 @@ def class_output(tmp):
           "left out" not in err, (rc, err, o[-300:]))
     check("5 flame svg 1,000 paths: within the output bound",
           len(o) <= max(256 * os.path.getsize(deep1k), 64 << 20), len(o))
+    # diff --flame: the same pruning against a copy with twice the bytes, and the same bound.
+    grown = write(os.path.join(tmp, "grown.pickle"), pickle.dumps(deep_paths(2000, 200, 2 << 20), protocol=4))
+    rc, o, err = run(["diff", "--flame", deep, grown, "-o", svg], name="5 diff --flame svg deep paths")
+    check("5 diff --flame svg deep paths: says how many it left out",
+          rc == 0 and "%s frames narrower than 1 px left out" % format(2000 * 201, ",") in err, (rc, err))
+    data = open(svg, "rb").read() if os.path.exists(svg) else b""
+    parses_as_xml("5 diff --flame svg deep paths", data)
+    check("5 diff --flame svg deep paths: small", len(data) < 64 << 10, len(data))
+    rc, o, err = run(["diff", "--flame", deep, grown], name="5 diff --flame folded deep paths")
+    check("5 diff --flame folded deep paths: within the output bound",
+          rc == 0 and 0 < len(o) <= 256 * (os.path.getsize(deep) + os.path.getsize(grown)), (rc, len(o), err))
+    write(svg, b"OLD")
+    rc, o, err = run(["diff", "--flame", deep, grown, "-o", svg, "--max-output", "1000"],
+                     name="5 diff --flame --max-output 1000")
+    check("5 diff --flame --max-output 1000: refused", one_line_error(rc, err, "exceed 1000 B", "(--max-output)"),
+          "%r %r" % (rc, err))
+    check("5 diff --flame --max-output 1000: the old file kept", open(svg, "rb").read() == b"OLD")
+    rc, o, err = run(["diff", "--flame", deep, grown, "--max-output", "1000"], name="5 diff --flame stdout bound")
+    check("5 diff --flame --max-output 1000 on stdout: stopped there",
+          one_line_error(rc, err, "exceed 1000 B", "stopped there") and len(o) <= 1000, "%r %r %d" % (rc, err, len(o)))
     for args, what in ((["flame", deep], "folded"), (["callgraph", "--dot", deep], "DOT"),
                        (["callgraph", "--format", "json", deep], "callgraph JSON")):
         rc, o, err = run(args, name="5 %s deep paths" % what)
