@@ -1,4 +1,5 @@
-// Replays fuzz inputs (files or directories of files) through the fuzz target: a ctest, no libFuzzer needed.
+// Replays fuzz inputs (files or directories of files) through both fuzz targets' entry points
+// (fuzz_snapshot.cpp, fuzz_json.cpp): a ctest, no libFuzzer needed.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+extern "C" int MemsnapFuzzJson(const uint8_t* data, size_t size);
 
 int main(int argc, char** argv) {
   size_t n = 0;
@@ -22,9 +24,10 @@ int main(int argc, char** argv) {
       std::ifstream in(f, std::ios::binary);
       std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
       LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+      MemsnapFuzzJson(bytes.data(), bytes.size());
       ++n;
     }
   }
-  std::printf("replayed %zu inputs\n", n);
+  std::printf("replayed %zu inputs through both targets\n", n);
   return n ? 0 : 1;
 }

@@ -25,6 +25,7 @@
 #include "../support/compress.hpp"
 #include "memsnap/analysis/analyze.hpp"
 #include "memsnap/analysis/callgraph.hpp"
+#include "memsnap/analysis/check.hpp"
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/oom_message.hpp"
@@ -34,16 +35,20 @@
 #include "memsnap/pickle/unpickler.hpp"
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/report/callgraph.hpp"
+#include "memsnap/report/check.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/report/events.hpp"
 #include "memsnap/report/export.hpp"
 #include "memsnap/report/flame.hpp"
+#include "memsnap/report/fleet.hpp"
+#include "memsnap/report/html.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/snapshot/builder.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/utf8.hpp"
+#include "wellformed.hpp"
 
 namespace {
 
@@ -194,70 +199,15 @@ void check_fast_path(const uint8_t* data, size_t size) {
   check(snapshot::detail::SplitOptions{0, 64, 0.2 + 0.6 * double(data[size / 2]) / 255, true}, "two halves");
 }
 
-// Output well-formedness: a failure is a bug in a writer, so it aborts with the output's start.
-[[noreturn]] void malformed(const char* what, const std::string& why, const std::string& out) {
-  std::fprintf(stderr, "%s is not well-formed: %s\n  %.400s\n", what, why.c_str(), out.c_str());
-  std::abort();
-}
-
-// Valid UTF-8 without control characters other than newline (and tab where `tab`).
-void check_text(const char* what, const std::string& out, bool tab = false) {
-  if (!memsnap::utf8::valid(out)) malformed(what, "invalid UTF-8", out);
-  for (unsigned char c : out)
-    if ((c < 0x20 && c != '\n' && !(tab && c == '\t')) || c == 0x7f)
-      malformed(what, "control character " + std::to_string(c), out);
-}
-
-// XML as the SVG writer makes it: every tag closed in order, quoted attributes, entities
-// ended by ';', no '<' in text. (Python's parser checks the real files in hostile_classes.)
-void check_xml(const char* what, const std::string& out) {
-  check_text(what, out);
-  std::vector<std::string> open;
-  size_t i = 0;
-  if (out.rfind("<?xml", 0) == 0) i = out.find("?>") + 2;
-  while (i < out.size()) {
-    if (out[i] == '&') {
-      size_t semi = out.find(';', i);
-      if (semi == std::string::npos || semi - i > 10) malformed(what, "a bare '&' at " + std::to_string(i), out);
-      i = semi + 1;
-    } else if (out.compare(i, 9, "<![CDATA[") == 0) {
-      size_t end = out.find("]]>", i);
-      if (end == std::string::npos) malformed(what, "an unclosed CDATA section", out);
-      i = end + 3;
-    } else if (out[i] == '<') {
-      bool closing = i + 1 < out.size() && out[i + 1] == '/';
-      size_t j = i + (closing ? 2 : 1), name_end = j;
-      while (name_end < out.size() && (std::isalnum(static_cast<unsigned char>(out[name_end])) || out[name_end] == ':'))
-        ++name_end;
-      std::string name = out.substr(j, name_end - j);
-      if (name.empty()) malformed(what, "a '<' without a tag name at " + std::to_string(i), out);
-      size_t k = name_end;
-      char quote = 0;
-      for (; k < out.size() && (quote || out[k] != '>'); ++k) {
-        if (quote) {
-          if (out[k] == quote) quote = 0;
-          if (out[k] == '<') malformed(what, "'<' in an attribute at " + std::to_string(k), out);
-        } else if (out[k] == '"' || out[k] == '\'') {
-          quote = out[k];
-        }
-      }
-      if (k >= out.size()) malformed(what, "an unclosed tag <" + name, out);
-      bool empty = out[k - 1] == '/';
-      if (closing) {
-        if (open.empty() || open.back() != name) malformed(what, "</" + name + "> closes nothing open", out);
-        open.pop_back();
-      } else if (!empty) {
-        open.push_back(name);
-      }
-      i = k + 1;
-    } else {
-      ++i;
-    }
-  }
-  if (!open.empty()) malformed(what, "<" + open.back() + "> never closed", out);
-}
-
 // flame (folded, SVG), callgraph (text, DOT, JSON): every reporter of the stack profiles.
+using memsnap::fuzz::check_csv;
+using memsnap::fuzz::check_dot;
+using memsnap::fuzz::check_html;
+using memsnap::fuzz::check_json;
+using memsnap::fuzz::check_text;
+using memsnap::fuzz::check_xml;
+using memsnap::fuzz::malformed;
+
 void check_stack_reports(const memsnap::snapshot::Loaded& loaded) {
   using namespace memsnap;
   const auto& snap = loaded.snapshot;
@@ -289,9 +239,95 @@ void check_stack_reports(const memsnap::snapshot::Loaded& loaded) {
   report::write_callgraph_text(text, view, 80);
   check_text("callgraph text", text.str());
   report::write_callgraph_dot(dot, view);
-  check_text("callgraph DOT", dot.str(), true);
+  check_dot("callgraph DOT", dot.str());
   report::write_callgraph_json(json, view);
-  if (!nlohmann::json::accept(json.str())) malformed("callgraph JSON", "does not parse", json.str());
+  check_json("callgraph JSON", json.str());
+}
+
+// A file name with every character the writers must escape, and a byte no UTF-8 has.
+const char* const kHostileName = "fuzz<&\"'\x1b]0;\xf8\x88\x80.pickle";
+
+// check (text, JSON, JSON Lines, JUnit XML) with every limit set; the limits' sizes come from
+// the input so that both verdicts are reached.
+void check_check_reports(const memsnap::snapshot::Loaded& loaded, const memsnap::analysis::AnalyzeResult& result,
+                         const uint8_t* data, size_t size) {
+  using namespace memsnap;
+  analysis::Limits limits;
+  uint64_t scale = size ? data[size - 1] % 40 : 20;
+  limits.max_reserved = uint64_t{1} << scale;
+  limits.max_allocated = uint64_t{3} << scale;
+  limits.max_peak = uint64_t{5} << scale;
+  limits.max_stranded = uint64_t{7} << scale;
+  limits.max_fragmentation = double(scale) / 40;
+  limits.no_leaks = limits.no_oom = true;
+  auto lines = analysis::evaluate_limits(result, loaded.snapshot.settings, limits, kHostileName);
+  analysis::CheckLine error;
+  error.file = kHostileName;
+  error.status = analysis::CheckStatus::Error;
+  error.message = std::string("offset 7: ") + kHostileName;
+  lines.push_back(error);
+  std::ostringstream text, json, jsonl, junit;
+  report::write_check_text(text, lines, report::TextStyle{});
+  check_text("check text", text.str());
+  report::write_check_json(json, lines, limits);
+  check_json("check JSON", json.str());
+  report::write_check_jsonl_file(jsonl, lines);
+  report::write_check_jsonl_summary(jsonl, analysis::check_totals(lines));
+  std::istringstream in(jsonl.str());
+  for (std::string line; std::getline(in, line);) check_json("check JSON Lines", line);
+  report::write_check_junit(junit, lines);
+  check_xml("check JUnit XML", junit.str());
+}
+
+// merge: the analyze document of this file must read back as a fleet row, alone and as the
+// fleet document merge writes; that document parses, and its text is terminal-safe.
+void check_merge(const memsnap::report::Source& src, const memsnap::analysis::AnalyzeResult& result) {
+  using namespace memsnap;
+  report::Fleet fleet;
+  try {
+    report::FleetFile file = report::fleet_file(src, result, kHostileName);
+    check_json("analyze JSON", file.json);
+    (void)report::fleet_row_from_json(file.json, kHostileName);
+    report::add_fleet_input(fleet, file.json, report::FleetReadOptions{});
+    report::finish_fleet(fleet);
+    std::ostringstream json;
+    report::write_fleet_json(json, fleet);
+    check_json("merge JSON", json.str());
+    report::Fleet again;
+    report::add_fleet_input(again, json.str(), report::FleetReadOptions{});
+  } catch (const report::FleetFormatError& e) {
+    std::fprintf(stderr, "merge refuses the analyze JSON memsnap wrote: %s\n", e.what());
+    std::abort();
+  }
+  std::ostringstream text;
+  report::write_fleet_text(text, fleet, report::TextStyle{});
+  check_text("merge text", text.str());
+}
+
+// report: the HTML page of one file, and of the file against itself (a diff).
+void check_html_report(const memsnap::snapshot::Loaded& loaded, const memsnap::analysis::Context& ctx) {
+  using namespace memsnap;
+  analysis::AnalyzeOptions o;
+  analysis::TimelineOptions t;
+  t.max_points = 64;
+  o.timeline = t;
+  analysis::PageOptions page;
+  page.timeline_points = 64;
+  page.even_states = 4;
+  o.page = page;
+  auto result = analysis::analyze(ctx, o);
+  snapshot::InputInfo input = loaded.input;
+  input.path = kHostileName;
+  report::HtmlView view;
+  view.files.push_back({report::Source{input, ctx}, &result});
+  std::ostringstream one, two;
+  report::write_report_html(one, view);
+  check_html("report HTML", one.str());
+  auto diff = analysis::diff_snapshots(ctx, ctx);
+  view.files.push_back(view.files.front());
+  view.diff = &diff;
+  report::write_report_html(two, view);
+  check_html("report HTML (diff)", two.str());
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -335,7 +371,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       report::write_timeline_svg(sink, view, report::SvgOptions{});
       std::ostringstream csv, tsvg;
       report::write_timeline_csv(csv, view);
-      check_text("timeline CSV", csv.str());
+      check_csv("timeline CSV", csv.str());
       report::write_timeline_svg(tsvg, view, report::SvgOptions{});
       check_xml("timeline SVG", tsvg.str());
     }
@@ -358,6 +394,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     report::write_diff_json(sink, dv);
     check_export(loaded.snapshot);
     check_stack_reports(loaded);
+    check_check_reports(loaded, result, data, size);
+    check_merge(src, result);
+    check_html_report(loaded, ctx);
   } catch (const InputError&) {
     // malformed input is expected; anything else (or a crash) is a bug
   } catch (const UsageError&) {
