@@ -17,9 +17,6 @@ using rules::kSmallSize;
 namespace {
 constexpr uint64_t kNone = ModelBlock::kNone;
 
-snapshot::Pool pool_of(const PoolKey& k) {
-  return k.small ? snapshot::Pool::Small : snapshot::Pool::Large;
-}
 uint64_t page_of(const PoolKey& k) {
   return k.small ? kSmallBuffer : kLargeBuffer;
 }
@@ -91,12 +88,11 @@ std::optional<std::string> apply_setting(ModelSettings& s, const std::string& kv
 }
 
 AllocatorModel::AllocatorModel(ModelSettings settings, bool simulate)
-    : settings_(std::move(settings)), simulate_(simulate) {}
+    : settings_(std::move(settings)), rounding_(settings_.as_allocator_settings()), simulate_(simulate) {}
 
 // ---------------------------------------------------------------- bookkeeping
 
-void AllocatorModel::index_free(uint64_t addr, const ModelBlock& b, bool add) {
-  if (!simulate_) return;
+void AllocatorModel::index_free_simulated(uint64_t addr, const ModelBlock& b, bool add) {
   auto seg = segments_.find(b.segment);
   if (seg == segments_.end()) return;
   auto key = std::tuple{seg->second.pool, b.size, addr};
@@ -114,76 +110,56 @@ void AllocatorModel::adjust_segment_active(uint64_t seg_addr, int64_t delta) {
   t_.stranded += segment_stranded(it->second);
 }
 
-// Moves a block between states, keeping the totals and the free index.
-void AllocatorModel::set_state(uint64_t addr, ModelBlock& b, ModelState s) {
-  if (b.state == s) return;
-  auto live = [](ModelState x) { return x != ModelState::Free; };
-  if (b.state == ModelState::Free) index_free(addr, b, false);
-  if (b.state == ModelState::Allocated) t_.allocated -= b.size;
-  if (s == ModelState::Allocated) t_.allocated += b.size;
-  if (live(b.state) != live(s)) {
-    int64_t d = live(s) ? static_cast<int64_t>(b.size) : -static_cast<int64_t>(b.size);
-    t_.active += static_cast<uint64_t>(d);
-    adjust_segment_active(b.segment, d);
-  }
-  b.state = s;
-  if (s == ModelState::Free) index_free(addr, b, true);
-}
-
 // Cuts the block at addr after first_size bytes; the rest is a block of the same state.
+// Three probes: the block, its next neighbour, the new block (which may move the others).
 void AllocatorModel::split(uint64_t addr, uint64_t first_size) {
-  ModelBlock b = *blocks_.find(addr);
-  if (b.state == ModelState::Free) index_free(addr, b, false);
-  ModelBlock rest = b;
-  rest.size = b.size - first_size;
+  ModelBlock* b = blocks_.find(addr);
+  if (b->state == ModelState::Free) index_free(addr, *b, false);
+  ModelBlock rest = *b;
+  rest.size = b->size - first_size;
   rest.prev = addr;
-  uint64_t rest_addr = addr + first_size;
-  b.size = first_size;
-  b.next = rest_addr;
+  const uint64_t rest_addr = addr + first_size;
+  b->size = first_size;
+  b->next = rest_addr;
+  if (b->state == ModelState::Free) index_free(addr, *b, true);
   if (rest.next != kNone)
     if (ModelBlock* n = blocks_.find(rest.next)) n->prev = rest_addr;
-  *blocks_.find(addr) = b;
   blocks_.try_emplace(rest_addr, rest);
-  if (b.state == ModelState::Free) {
-    index_free(addr, b, true);
-    index_free(rest_addr, rest, true);
-  }
+  if (rest.state == ModelState::Free) index_free(rest_addr, rest, true);
 }
 
 // Merges the free block at addr with free neighbours; returns the merged block's address.
-uint64_t AllocatorModel::merge_free(uint64_t addr) {
-  ModelBlock b = *blocks_.find(addr);
+// Every pointer is taken before the first erase (an erase moves entries of the table).
+uint64_t AllocatorModel::merge_free(uint64_t addr, ModelBlock* bp) {
+  ModelBlock b = *bp;
+  ModelBlock* n = b.next != kNone ? blocks_.find(b.next) : nullptr;
+  ModelBlock* p = b.prev != kNone ? blocks_.find(b.prev) : nullptr;
+  const bool with_next = n && n->state == ModelState::Free, with_prev = p && p->state == ModelState::Free;
+  if (!with_next && !with_prev) return addr;
   index_free(addr, b, false);
-  if (b.next != kNone) {
-    const ModelBlock* n = blocks_.find(b.next);
-    if (n && n->state == ModelState::Free) {
-      ModelBlock nb = *n;
-      index_free(b.next, nb, false);
-      blocks_.erase(b.next);
-      b.size += nb.size;
-      b.next = nb.next;
-      if (nb.next != kNone)
-        if (ModelBlock* nn = blocks_.find(nb.next)) nn->prev = addr;
-    }
+  const uint64_t next_addr = b.next, prev_addr = b.prev;
+  if (with_next) {
+    index_free(next_addr, *n, false);
+    b.size += n->size;
+    b.next = n->next;
   }
-  if (b.prev != kNone) {
-    ModelBlock* p = blocks_.find(b.prev);
-    if (p && p->state == ModelState::Free) {
-      uint64_t paddr = b.prev;
-      index_free(paddr, *p, false);
-      p->size += b.size;
-      p->next = b.next;
-      if (b.next != kNone)
-        if (ModelBlock* nn = blocks_.find(b.next)) nn->prev = paddr;
-      blocks_.erase(addr);
-      ModelBlock merged = *blocks_.find(paddr);
-      index_free(paddr, merged, true);
-      return paddr;
-    }
+  uint64_t keep = addr;
+  ModelBlock merged = b;
+  if (with_prev) {
+    index_free(prev_addr, *p, false);
+    p->size += b.size;
+    p->next = b.next;
+    keep = prev_addr;
+    merged = *p;
+  } else {
+    *bp = b;
   }
-  *blocks_.find(addr) = b;
-  index_free(addr, b, true);
-  return addr;
+  if (merged.next != kNone)
+    if (ModelBlock* after = blocks_.find(merged.next)) after->prev = keep;
+  if (with_next) blocks_.erase(next_addr);
+  if (with_prev) blocks_.erase(addr);
+  index_free(keep, merged, true);
+  return keep;
 }
 
 uint64_t AllocatorModel::covering_start(uint64_t addr) const {
@@ -224,6 +200,8 @@ void AllocatorModel::add_segment(uint64_t addr, uint64_t size, PoolKey pool, boo
   ModelBlock b;
   b.size = size;
   b.segment = addr;
+  b.small = pool.small;
+  b.expandable = expandable;
   blocks_.try_emplace(addr, b);
   index_free(addr, b, true);
   note_peak();
@@ -289,7 +267,7 @@ void AllocatorModel::map(uint64_t addr, uint64_t size, PoolKey pool) {
     if (prev->first + prev->second.size == addr && prev->second.expandable && prev->second.pool.stream == pool.stream)
       it = join(prev, it);
   }
-  merge_free(addr);
+  merge_free(addr, blocks_.find(addr));
 }
 
 bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
@@ -314,7 +292,8 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
   uint64_t left_active = 0;
   if (gone.prev != kNone) {
     blocks_.find(gone.prev)->next = kNone;
-    for (uint64_t a = range_start; a != kNone;) {
+    // Segments' live bytes are kept only when simulating (set_state).
+    for (uint64_t a = simulate_ ? range_start : kNone; a != kNone;) {
       const ModelBlock* x = blocks_.find(a);
       if (x->state != ModelState::Free) left_active += x->size;
       a = x->next;
@@ -342,7 +321,7 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
   return true;
 }
 
-bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state, uint64_t requested) {
+bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state) {
   // Blocks come in address order: the next one is most often inside the free block after the
   // last (no walk from the segment's start each time).
   uint64_t start = kNone;
@@ -355,16 +334,14 @@ bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state, uint6
   if (b.state != ModelState::Free || addr + size > start + b.size) return false;
   if (start < addr) split(start, addr - start);
   if (size < blocks_.find(addr)->size) split(addr, size);
-  ModelBlock* p = blocks_.find(addr);
-  p->requested = requested;
-  set_state(addr, *p, state);
+  set_state(addr, *blocks_.find(addr), state);
   peak_reserved_ = 0;  // the seeded start state is the first moment measured
   note_peak();
   place_hint_ = blocks_.contains(addr + size) ? addr + size : kNone;
   return true;
 }
 
-AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounded, uint64_t requested) {
+AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounded) {
   Followed out{rounded, true};
   ModelBlock* b = blocks_.find(addr);
   if (!b || b->state != ModelState::Free) {
@@ -375,17 +352,26 @@ AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounde
     out.exact = false;
     b = blocks_.find(addr);
   }
-  auto seg = segments_.find(b->segment);
-  const bool expandable = seg != segments_.end() && seg->second.expandable;
-  const snapshot::Pool pool = seg != segments_.end() ? pool_of(seg->second.pool) : rules::pool_for(rounded);
+  const snapshot::Pool pool = b->small ? snapshot::Pool::Small : snapshot::Pool::Large;
   if (b->size < rounded) {
     out.exact = false;  // the free block is too small for the request: the layout is off
-  } else if (rules::should_split(b->size, rounded, pool, expandable, settings_.max_split_size)) {
-    split(addr, rounded);
+  } else if (rules::should_split(b->size, rounded, pool, b->expandable, settings_.max_split_size)) {
+    // split(), with the first part allocated before the rest is inserted (which may move b).
+    index_free(addr, *b, false);
+    ModelBlock rest = *b;
+    rest.size = b->size - rounded;
+    rest.prev = addr;
+    const uint64_t rest_addr = addr + rounded;
+    b->size = rounded;
+    b->next = rest_addr;
+    set_state(addr, *b, ModelState::Allocated);
+    if (rest.next != kNone)
+      if (ModelBlock* n = blocks_.find(rest.next)) n->prev = rest_addr;
+    blocks_.try_emplace(rest_addr, rest);
+    index_free(rest_addr, rest, true);
+    return out;
   }
-  b = blocks_.find(addr);
   out.size = b->size;
-  b->requested = requested;
   set_state(addr, *b, ModelState::Allocated);
   return out;
 }
@@ -401,7 +387,7 @@ bool AllocatorModel::free_completed(uint64_t addr) {
   ModelBlock* b = blocks_.find(addr);
   if (!b || b->state == ModelState::Free) return false;
   set_state(addr, *b, ModelState::Free);
-  merge_free(addr);
+  merge_free(addr, b);
   return true;
 }
 
@@ -575,7 +561,7 @@ void AllocatorModel::garbage_collect() {
 
 AllocatorModel::Malloc AllocatorModel::malloc_simulated(uint64_t requested, uint64_t stream) {
   Malloc out;
-  out.rounded = rules::round_size(requested, settings_.as_allocator_settings());
+  out.rounded = rules::round_size(requested, rounding_);
   out.alloc_size = rules::segment_size_for(out.rounded);
   PoolKey pool{stream, out.rounded <= kSmallSize, 0, 0};
   std::optional<uint64_t> addr = find_free(pool, out.rounded);
@@ -594,8 +580,7 @@ AllocatorModel::Malloc AllocatorModel::malloc_simulated(uint64_t requested, uint
     }
     if (!addr) return out;
   }
-  auto followed = alloc_at(*addr, out.rounded, requested);
-  (void)followed;
+  alloc_at(*addr, out.rounded);
   out.addr = addr;
   return out;
 }

@@ -8,7 +8,7 @@
 
 namespace memsnap::analysis::rules {
 
-uint64_t round_size(uint64_t size, const snapshot::AllocatorSettings& settings) {
+uint64_t round_size_divisions(uint64_t size, const snapshot::AllocatorSettings& settings) {
   if (size < kMinBlockSize) return kMinBlockSize;
   // CUDAAllocatorConfig::roundup_power2_divisions: 16 intervals, one per power of
   // two from 1 MiB (everything smaller uses the first, everything larger the last).
@@ -39,15 +39,6 @@ uint64_t segment_size_for(uint64_t rounded) {
   if (rounded <= kSmallSize) return kSmallBuffer;
   if (rounded < kMinLargeAlloc) return kLargeBuffer;
   return kRoundLarge * ((rounded + kRoundLarge - 1) / kRoundLarge);
-}
-
-bool should_split(uint64_t block_size, uint64_t rounded, snapshot::Pool pool, bool expandable,
-                  std::optional<uint64_t> max_split_size) {
-  if (block_size < rounded) return false;
-  uint64_t remaining = block_size - rounded;
-  if (pool == snapshot::Pool::Small || expandable) return remaining >= kMinBlockSize;
-  bool below_max = !max_split_size || rounded < *max_split_size;
-  return below_max && remaining > kSmallSize;
 }
 
 uint64_t expandable_page_size(snapshot::Pool pool) {

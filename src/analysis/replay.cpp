@@ -196,7 +196,7 @@ void Replay::seed_model(AllocatorModel& model, std::vector<LiveRange>& start_liv
     } else if (!r.size_exact && seg != start_segments_.end()) {
       r.size_exact = true;  // small pool and expandable segments split any remainder
     }
-    if (!model.place(r.addr, r.size, r.pending_at_start ? ModelState::Pending : ModelState::Allocated, r.requested))
+    if (!model.place(r.addr, r.size, r.pending_at_start ? ModelState::Pending : ModelState::Allocated))
       if (!layout_check_.first_unfollowed_event) layout_check_.first_unfollowed_event = 0;
   }
 }
@@ -490,6 +490,8 @@ struct Replay::SweepState {
   size_t next_exact = 0;  // cursor into exact_size_
   Totals t;
   uint32_t since_checkpoint = 0;
+  // The peaks so far (record's), compared inline: most events set neither.
+  uint64_t peak_allocated = 0, peak_reserved = 0;
 };
 
 void Replay::sweep(const ReplayOptions& options, AllocatorModel& model) {
@@ -527,7 +529,8 @@ void Replay::sweep(const ReplayOptions& options, AllocatorModel& model) {
       case Action::SegmentUnmap: sweep_segment(s, e, i); break;
       default: break;
     }
-    record(s, e, i);
+    if (s.t.allocated > s.peak_allocated || s.t.reserved > s.peak_reserved || action == Action::Oom || i == 0)
+      record(s, e, i);
     if (++s.since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), s.live.size()) &&
         i + 1 < n)
       checkpoint(s, i);
@@ -584,7 +587,7 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
       hit = {seg->first, seg->second.end};
   }
   // The model says how big the block is; a block that survives to the dump has its dumped size.
-  const AllocatorModel::Followed f = s.model.alloc_at(e.addr, rules::round_size(e.size, ctx_.snap.settings), e.size);
+  const AllocatorModel::Followed f = s.model.alloc_at(e.addr, rules::round_size(e.size, ctx_.snap.settings));
   uint64_t size = f.size;
   bool exact = f.exact;
   while (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first < i) ++s.next_exact;
@@ -620,10 +623,12 @@ void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
 }
 
 // What consumers read of the totals after event i: peaks and OOMs.
-void Replay::record(const SweepState& s, const TraceEvent& e, uint32_t i) {
+void Replay::record(SweepState& s, const TraceEvent& e, uint32_t i) {
   if (!peak_allocated_ || s.t.allocated > peak_allocated_->totals.allocated) peak_allocated_ = TotalsAt{i, s.t};
   if (!peak_reserved_ || s.t.reserved > peak_reserved_->totals.reserved) peak_reserved_ = TotalsAt{i, s.t};
   if (e.action == Action::Oom) ooms_.push_back({i, s.t});
+  s.peak_allocated = peak_allocated_->totals.allocated;
+  s.peak_reserved = peak_reserved_->totals.reserved;
 }
 
 // The ranges active after event i, in id order. A range is active from its beginning until

@@ -183,8 +183,7 @@ class Runner {
       for (const auto& b : start.device.blocks) {
         if (!b.is_active()) continue;
         m.place(b.address, b.size,
-                b.state == snapshot::BlockState::ActivePendingFree ? ModelState::Pending : ModelState::Allocated,
-                b.requested_size);
+                b.state == snapshot::BlockState::ActivePendingFree ? ModelState::Pending : ModelState::Allocated);
         live.try_emplace(b.address, b.address);
       }
       return;

@@ -96,20 +96,23 @@ struct ModelBlock {
   uint64_t size = 0;
   uint64_t prev = kNone, next = kNone;  // neighbours' addresses in the same mapped range
   uint64_t segment = 0;                 // start of the segment (mapped range) holding it
-  uint64_t requested = 0;
   ModelState state = ModelState::Free;
+  // Copied from the segment, which every block event would otherwise look up (a tree):
+  // should_split needs the pool and whether the segment is expandable.
+  bool small = false, expandable = false;
 };
 
 struct ModelSegment {
   uint64_t size = 0;  // mapped bytes of this range
   PoolKey pool;
   bool expandable = false;
-  uint64_t active = 0;  // bytes of allocated or pending blocks in it
+  uint64_t active = 0;  // bytes of allocated or pending blocks in it (simulating only: the
+                        // replay, following a trace, keeps its own totals)
 };
 
 struct ModelTotals {
   uint64_t allocated = 0, active = 0, reserved = 0;
-  uint64_t stranded = 0;  // free bytes inside segments that also hold live blocks
+  uint64_t stranded = 0;  // free bytes inside segments that also hold live blocks (simulating only)
 };
 
 /// One block of a layout, for comparing the model with a dump.
@@ -124,6 +127,8 @@ class AllocatorModel {
   explicit AllocatorModel(ModelSettings settings, bool simulate = false);
 
   const ModelSettings& settings() const { return settings_; }
+  /// Simulating (malloc_simulated) rather than following a trace.
+  bool simulating() const { return simulate_; }
   /// The device memory available from now on (it may change: other processes, a plan).
   void set_capacity(uint64_t capacity) { settings_.capacity = capacity; }
   const ModelTotals& totals() const { return t_; }
@@ -142,13 +147,13 @@ class AllocatorModel {
   /// segment_unmap: false when [addr, addr + size) is not inside one free block.
   bool unmap(uint64_t addr, uint64_t size);
   /// Places a live block inside the free block that covers it (the rewound start state).
-  bool place(uint64_t addr, uint64_t size, ModelState state, uint64_t requested);
+  bool place(uint64_t addr, uint64_t size, ModelState state);
   struct Followed {
     uint64_t size = 0;  // the block's size as the allocator handed it out
     bool exact = true;  // false: the model's layout disagreed with the trace here
   };
   /// alloc at `addr` of `rounded` bytes: the free block there, split or whole by should_split.
-  Followed alloc_at(uint64_t addr, uint64_t rounded, uint64_t requested);
+  Followed alloc_at(uint64_t addr, uint64_t rounded);
   /// free_requested: the block is no longer allocated, still active. False when no allocated block is there.
   bool free_requested(uint64_t addr);
   /// free_completed (or free): the block is free and merges with free neighbours.
@@ -189,11 +194,30 @@ class AllocatorModel {
   using Blocks = FlatMap64<ModelBlock>;
   ModelBlock* find_covering(uint64_t addr);
   uint64_t covering_start(uint64_t addr) const;
-  void set_state(uint64_t addr, ModelBlock& b, ModelState s);
+  // Moves a block between states, keeping the totals and, simulating, the free index and
+  // the segments' live bytes (following a trace, nothing reads those: the replay keeps its
+  // own). Inline, as index_free's test: following a trace calls them at every block event.
+  void set_state(uint64_t addr, ModelBlock& b, ModelState s) {
+    if (b.state == s) return;
+    const bool was_live = b.state != ModelState::Free, live = s != ModelState::Free;
+    if (!was_live) index_free(addr, b, false);
+    if (b.state == ModelState::Allocated) t_.allocated -= b.size;
+    if (s == ModelState::Allocated) t_.allocated += b.size;
+    if (was_live != live) {
+      const uint64_t d = live ? b.size : uint64_t{0} - b.size;  // two's complement delta
+      t_.active += d;
+      if (simulate_) adjust_segment_active(b.segment, static_cast<int64_t>(d));
+    }
+    b.state = s;
+    if (!live) index_free(addr, b, true);
+  }
   void adjust_segment_active(uint64_t seg, int64_t delta);
   void split(uint64_t addr, uint64_t first_size);
-  uint64_t merge_free(uint64_t addr);
-  void index_free(uint64_t addr, const ModelBlock& b, bool add);
+  uint64_t merge_free(uint64_t addr, ModelBlock* block);
+  void index_free(uint64_t addr, const ModelBlock& b, bool add) {
+    if (simulate_) index_free_simulated(addr, b, add);
+  }
+  void index_free_simulated(uint64_t addr, const ModelBlock& b, bool add);
   uint64_t segment_stranded(const ModelSegment& s) const { return s.active ? s.size - s.active : 0; }
 
   std::optional<uint64_t> find_free(const PoolKey& pool, uint64_t rounded);
@@ -204,6 +228,7 @@ class AllocatorModel {
   uint64_t unmap_free_pages();
 
   ModelSettings settings_;
+  snapshot::AllocatorSettings rounding_;  // settings_ as rules::round_size takes them
   bool simulate_;
   Blocks blocks_;
   std::map<uint64_t, ModelSegment> segments_;               // by start address

@@ -19,14 +19,28 @@ inline constexpr uint64_t kRoundLarge = 2ull << 20;
 
 /// round_size: < 512 -> 512, else a multiple of 512, or the next of `divisions`
 /// steps between powers of two when roundup_power2_divisions applies to the size.
-uint64_t round_size(uint64_t requested, const snapshot::AllocatorSettings& settings = {});
+/// Inline for the common case (no divisions): the replay rounds every alloc.
+uint64_t round_size_divisions(uint64_t requested, const snapshot::AllocatorSettings& settings);
+inline uint64_t round_size(uint64_t requested, const snapshot::AllocatorSettings& settings = {}) {
+  if (!settings.roundup_power2_divisions.empty()) return round_size_divisions(requested, settings);
+  if (requested < kMinBlockSize) return kMinBlockSize;
+  return kMinBlockSize * ((requested + kMinBlockSize - 1) / kMinBlockSize);
+}
 /// Pool a rounded size is served from (default pools; private pools are chosen by capture).
 snapshot::Pool pool_for(uint64_t rounded);
 /// get_allocation_size: the segment cudaMalloc'd for a rounded request that found no free block.
 uint64_t segment_size_for(uint64_t rounded);
-/// should_split: whether a free block of `block_size` serving `rounded` is split (remainder stays free).
-bool should_split(uint64_t block_size, uint64_t rounded, snapshot::Pool pool, bool expandable,
-                  std::optional<uint64_t> max_split_size);
+/// should_split: whether a free block of `block_size` serving `rounded` is split (remainder
+/// stays free): any remainder of 512 B or more in the small pool and in expandable segments;
+/// in the large pool, one of more than 1 MiB, and never from a request of max_split_size or more.
+inline bool should_split(uint64_t block_size, uint64_t rounded, snapshot::Pool pool, bool expandable,
+                         std::optional<uint64_t> max_split_size) {
+  if (block_size < rounded) return false;
+  const uint64_t remaining = block_size - rounded;
+  if (pool == snapshot::Pool::Small || expandable) return remaining >= kMinBlockSize;
+  const bool below_max = !max_split_size || rounded < *max_split_size;
+  return below_max && remaining > kSmallSize;
+}
 
 /// The page an expandable segment maps and unmaps at a time: 2 MiB for the small
 /// pool, 20 MiB for the large pool (Unknown is treated as large).

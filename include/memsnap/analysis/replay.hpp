@@ -252,7 +252,7 @@ class Replay {
   void sweep_alloc(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void sweep_free(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void release(SweepState& s, uint32_t id, uint32_t i, bool completes);
-  void record(const SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
+  void record(SweepState& s, const snapshot::TraceEvent& e, uint32_t i);
   void checkpoint(SweepState& s, uint32_t i);
   /// Applies one segment event; returns the change in reserved bytes and, when the
   /// event contradicts the map, says why in `problem` (if given).

@@ -126,15 +126,18 @@ class FlatMap64 {
     uint64_t key = kEmpty;
     V value{};
   };
-  // Multiply-shift: the top bits of the seeded key times a random odd multiplier, a
-  // universal family (an input cannot aim at colliding keys without the seed), in one
-  // multiply where hash_u64's finaliser takes two and four shifts. The replay probes such a
-  // map for every block event, and the hash was on each probe's critical path: its minimum
-  // replay of a device of the no-frames benchmark file went from 27.5 to 24.3 ms. Addresses
-  // in arithmetic progression, the common case, land evenly (the products' top bits step by
-  // one fixed fraction of the table). The probe's fields come before the multiplier: in the
-  // other order the same code replayed 10% slower (27.4 against 24.3 ms, repeatably).
-  size_t home(uint64_t key) const { return static_cast<size_t>(((key ^ seed_) * multiplier_) >> shift_); }
+  // The top bits of the project's seeded 64-bit hash (util::hash_u64: the key xor a random
+  // per-process seed, then mix64's two multiplies and three xor-shifts), so an input cannot
+  // aim at colliding keys without the seed. Multiply-shift (one multiply, the product's top
+  // bits) was used here for speed: it spreads addresses in arithmetic progression evenly
+  // for most seeds, but its output is linear in the key, and for some seeds the multiplier's
+  // products with the addresses' power-of-two strides share their top bits and build long
+  // probe runs. Replaying the live-block inserts and erases of the 10 MB benchmark file's
+  // device 0 under 200 seeds (probes per run): multiply-shift median 104k, 99th percentile
+  // 798k, worst 1.05M (a replay 7x slower: 1,170 million instructions where 155 million is
+  // usual); folding the 128-bit product's halves (util::fold_mul) worst 1.03M; mix64 median
+  // 122k, worst 178k. A hash map's worst seed is some user's run: the mix is kept.
+  size_t home(uint64_t key) const { return static_cast<size_t>(util::hash_u64(key, seed_) >> shift_); }
   void rehash(size_t n) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(n, Slot{});
@@ -149,7 +152,6 @@ class FlatMap64 {
   uint64_t seed_ = util::hash_seed();
   size_t mask_ = 0;
   unsigned shift_ = 64;
-  uint64_t multiplier_ = util::mix64(seed_) | 1;
   size_t size_ = 0;  // entries, the kEmpty key's among them
   bool has_empty_ = false;
   V empty_value_{};
