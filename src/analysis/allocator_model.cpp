@@ -112,7 +112,7 @@ void AllocatorModel::adjust_segment_active(uint64_t seg_addr, int64_t delta) {
 
 // Cuts the block at addr after first_size bytes; the rest is a block of the same state.
 // Three probes: the block, its next neighbour, the new block (which may move the others).
-void AllocatorModel::split(uint64_t addr, uint64_t first_size) {
+void AllocatorModel::split(uint64_t addr, uint64_t first_size, std::optional<ModelState> first_state) {
   ModelBlock* b = blocks_.find(addr);
   if (b->state == ModelState::Free) index_free(addr, *b, false);
   ModelBlock rest = *b;
@@ -122,6 +122,7 @@ void AllocatorModel::split(uint64_t addr, uint64_t first_size) {
   b->size = first_size;
   b->next = rest_addr;
   if (b->state == ModelState::Free) index_free(addr, *b, true);
+  if (first_state) set_state(addr, *b, *first_state);  // before the insert, which may move b
   if (rest.next != kNone)
     if (ModelBlock* n = blocks_.find(rest.next)) n->prev = rest_addr;
   blocks_.try_emplace(rest_addr, rest);
@@ -356,19 +357,7 @@ AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounde
   if (b->size < rounded) {
     out.exact = false;  // the free block is too small for the request: the layout is off
   } else if (rules::should_split(b->size, rounded, pool, b->expandable, settings_.max_split_size)) {
-    // split(), with the first part allocated before the rest is inserted (which may move b).
-    index_free(addr, *b, false);
-    ModelBlock rest = *b;
-    rest.size = b->size - rounded;
-    rest.prev = addr;
-    const uint64_t rest_addr = addr + rounded;
-    b->size = rounded;
-    b->next = rest_addr;
-    set_state(addr, *b, ModelState::Allocated);
-    if (rest.next != kNone)
-      if (ModelBlock* n = blocks_.find(rest.next)) n->prev = rest_addr;
-    blocks_.try_emplace(rest_addr, rest);
-    index_free(rest_addr, rest, true);
+    split(addr, rounded, ModelState::Allocated);
     return out;
   }
   out.size = b->size;

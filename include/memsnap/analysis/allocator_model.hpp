@@ -212,7 +212,8 @@ class AllocatorModel {
     if (!live) index_free(addr, b, true);
   }
   void adjust_segment_active(uint64_t seg, int64_t delta);
-  void split(uint64_t addr, uint64_t first_size);
+  /// Cuts the block at addr after first_size bytes; the first part then takes first_state.
+  void split(uint64_t addr, uint64_t first_size, std::optional<ModelState> first_state = std::nullopt);
   uint64_t merge_free(uint64_t addr, ModelBlock* block);
   void index_free(uint64_t addr, const ModelBlock& b, bool add) {
     if (simulate_) index_free_simulated(addr, b, add);
