@@ -9,6 +9,8 @@
 
 namespace memsnap::analysis {
 
+static_assert(sizeof(ModelBlock) == 40, "the tag lives in what was padding: the table's slots do not grow");
+
 using rules::kLargeBuffer;
 using rules::kMinBlockSize;
 using rules::kSmallBuffer;
@@ -111,11 +113,12 @@ void AllocatorModel::adjust_segment_active(uint64_t seg_addr, int64_t delta) {
 }
 
 // Cuts the block at addr after first_size bytes; the rest is a block of the same state.
-// Three probes: the block, its next neighbour, the new block (which may move the others).
-void AllocatorModel::split(uint64_t addr, uint64_t first_size, std::optional<ModelState> first_state) {
-  ModelBlock* b = blocks_.find(addr);
+// Two probes (the caller has found the block): its next neighbour, the new block (which may
+// move the others).
+void AllocatorModel::split(uint64_t addr, ModelBlock* b, uint64_t first_size, std::optional<ModelState> first_state) {
   if (b->state == ModelState::Free) index_free(addr, *b, false);
   ModelBlock rest = *b;
+  rest.tag = ModelBlock::kNoTag;
   rest.size = b->size - first_size;
   rest.prev = addr;
   const uint64_t rest_addr = addr + first_size;
@@ -219,6 +222,7 @@ bool AllocatorModel::remove_segment(uint64_t addr, uint64_t size) {
     if (copy.state == ModelState::Free) index_free(a, copy, false);
     if (copy.state == ModelState::Allocated) t_.allocated -= copy.size;
     if (copy.state != ModelState::Free) t_.active -= copy.size;
+    if (copy.tag != ModelBlock::kNoTag) dropped_tags_.emplace_back(a, copy.tag);
     blocks_.erase(a);
     a = copy.next;
   }
@@ -277,8 +281,8 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
   ModelBlock b = *blocks_.find(start);
   if (b.state != ModelState::Free || addr + size > start + b.size) return false;
   // Cut [addr, addr + size) out of the free block, then out of its range.
-  if (start < addr) split(start, addr - start);
-  if (size < blocks_.find(addr)->size) split(addr, size);
+  if (start < addr) split(start, blocks_.find(start), addr - start);
+  if (ModelBlock* cut = blocks_.find(addr); size < cut->size) split(addr, cut, size);
   ModelBlock gone = *blocks_.find(addr);
   index_free(addr, gone, false);
   auto seg = segments_.find(gone.segment);
@@ -333,8 +337,8 @@ bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state) {
   if (start == kNone) return false;
   ModelBlock b = *blocks_.find(start);
   if (b.state != ModelState::Free || addr + size > start + b.size) return false;
-  if (start < addr) split(start, addr - start);
-  if (size < blocks_.find(addr)->size) split(addr, size);
+  if (start < addr) split(start, blocks_.find(start), addr - start);
+  if (ModelBlock* cut = blocks_.find(addr); size < cut->size) split(addr, cut, size);
   set_state(addr, *blocks_.find(addr), state);
   peak_reserved_ = 0;  // the seeded start state is the first moment measured
   note_peak();
@@ -342,22 +346,23 @@ bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state) {
   return true;
 }
 
-AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounded) {
-  Followed out{rounded, true};
+AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounded, uint32_t tag) {
+  Followed out{rounded, true, true};
   ModelBlock* b = blocks_.find(addr);
   if (!b || b->state != ModelState::Free) {
     // The trace puts a block where the model has none free at that address: trust the trace.
     uint64_t start = covering_start(addr);
-    if (start == kNone || blocks_.find(start)->state != ModelState::Free) return {rounded, false};
-    split(start, addr - start);
+    if (start == kNone || blocks_.find(start)->state != ModelState::Free) return {rounded, false, false};
+    split(start, blocks_.find(start), addr - start);
     out.exact = false;
     b = blocks_.find(addr);
   }
+  b->tag = tag;  // before split, whose insert may move b (the rest it splits off has none)
   const snapshot::Pool pool = b->small ? snapshot::Pool::Small : snapshot::Pool::Large;
   if (b->size < rounded) {
     out.exact = false;  // the free block is too small for the request: the layout is off
   } else if (rules::should_split(b->size, rounded, pool, b->expandable, settings_.max_split_size)) {
-    split(addr, rounded, ModelState::Allocated);
+    split(addr, b, rounded, ModelState::Allocated);
     return out;
   }
   out.size = b->size;
@@ -365,15 +370,13 @@ AllocatorModel::Followed AllocatorModel::alloc_at(uint64_t addr, uint64_t rounde
   return out;
 }
 
-bool AllocatorModel::free_requested(uint64_t addr) {
-  ModelBlock* b = blocks_.find(addr);
+bool AllocatorModel::free_requested(uint64_t addr, ModelBlock* b) {
   if (!b || b->state != ModelState::Allocated) return false;
   set_state(addr, *b, ModelState::Pending);
   return true;
 }
 
-bool AllocatorModel::free_completed(uint64_t addr) {
-  ModelBlock* b = blocks_.find(addr);
+bool AllocatorModel::free_completed(uint64_t addr, ModelBlock* b) {
   if (!b || b->state == ModelState::Free) return false;
   set_state(addr, *b, ModelState::Free);
   merge_free(addr, b);

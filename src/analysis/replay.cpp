@@ -479,7 +479,28 @@ int64_t Replay::apply_segment_event(SegMap& segs, const TraceEvent& e, std::stri
 struct Replay::SweepState {
   explicit SweepState(AllocatorModel& m) : model(m) {}
   AllocatorModel& model;
-  FlatMap64<uint32_t> live;  // address -> range id
+  // Where a live range's id is: the tag of the model's block at its address, which the sweep
+  // probes anyway (one table probe per block event, not two), or, for a block the model does
+  // not hold at that address (it could not follow the trace there), this table.
+  FlatMap64<uint32_t> live;  // address -> range id, for ranges the model holds no block of
+  size_t live_count = 0;     // live ranges, in both places
+  struct Found {
+    uint32_t id = kNoRange;
+    ModelBlock* block = nullptr;  // the model's block at the address (null: none there)
+    bool tagged = false;          // the id is the block's tag (else it is in `live`)
+  };
+  static constexpr uint32_t kNoRange = ModelBlock::kNoTag;
+  Found find(uint64_t addr) {
+    Found f;
+    f.block = model.block_at(addr);
+    if (f.block && f.block->tag != kNoRange) {
+      f.id = f.block->tag;
+      f.tagged = true;
+    } else if (!live.empty()) {
+      if (const uint32_t* id = live.find(addr)) f.id = *id;
+    }
+    return f;
+  }
   SegMap segs;
   // Segments allocs fell in lately, by 2 MiB granule of the address: most allocs land in
   // one of a few segments, and the segment map is a tree. Emptied by segment events.
@@ -500,7 +521,12 @@ void Replay::sweep(const ReplayOptions& options, AllocatorModel& model) {
   SweepState s(model);
   for (uint32_t id = 0; id < ranges_.size(); ++id) {
     LiveRange r = range(id);
-    s.live.try_emplace(r.addr, id);
+    // seed_model placed the start's blocks: a live one at the address untagged is this range's.
+    if (ModelBlock* b = model.block_at(r.addr); b && b->state != ModelState::Free && b->tag == s.kNoRange)
+      b->tag = id;
+    else
+      s.live.try_emplace(r.addr, id);
+    ++s.live_count;
     if (!r.size_exact) ++estimated_blocks_;
     if (!r.pending_at_start) {
       s.t.allocated += r.size;
@@ -531,7 +557,7 @@ void Replay::sweep(const ReplayOptions& options, AllocatorModel& model) {
     }
     if (s.t.allocated > s.peak_allocated || s.t.reserved > s.peak_reserved || action == Action::Oom || i == 0)
       record(s, e, i);
-    if (++s.since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), s.live.size()) &&
+    if (++s.since_checkpoint >= std::max<size_t>(std::max<size_t>(options.checkpoint_events, 1), s.live_count) &&
         i + 1 < n)
       checkpoint(s, i);
   }
@@ -554,6 +580,8 @@ void Replay::sweep_segment(SweepState& s, const TraceEvent& e, uint32_t i) {
       break;
     default: s.model.unmap(e.addr, e.size); break;
   }
+  // A segment freed with live blocks in it (the trace contradicts itself): the ranges stay live.
+  for (auto [addr, id] : s.model.take_dropped_tags()) s.live.try_emplace(addr, id);
 }
 
 // The program freed the block (free_requested, or a free that completes at once),
@@ -573,12 +601,12 @@ void Replay::release(SweepState& s, uint32_t id, uint32_t i, bool completes) {
 
 void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
   auto id = static_cast<uint32_t>(ranges_.size());
-  auto [slot, added] = s.live.try_emplace(e.addr, id);
-  if (!added) {
+  if (SweepState::Found old = s.find(e.addr); old.id != s.kNoRange) {
     note(i, "alloc at " + hex(e.addr) + " while a block is already live there");
-    release(s, *slot, i, true);  // the old block is replaced
-    *slot = id;
-    s.model.free_completed(e.addr);
+    release(s, old.id, i, true);  // the old block is replaced
+    if (!old.tagged) s.live.erase(e.addr);
+    s.model.free_completed(e.addr, old.block);
+    --s.live_count;
   } else if (auto& hit = s.seg_hits[(e.addr >> 21) & 63]; e.addr < hit.lo || e.addr >= hit.hi) {
     auto seg = containing(s.segs, e.addr);
     if (seg == s.segs.end())
@@ -587,7 +615,9 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
       hit = {seg->first, seg->second.end};
   }
   // The model says how big the block is; a block that survives to the dump has its dumped size.
-  const AllocatorModel::Followed f = s.model.alloc_at(e.addr, rules::round_size(e.size, ctx_.snap.settings));
+  const AllocatorModel::Followed f = s.model.alloc_at(e.addr, rules::round_size(e.size, ctx_.snap.settings), id);
+  if (!f.tagged) s.live.try_emplace(e.addr, id);
+  ++s.live_count;
   uint64_t size = f.size;
   bool exact = f.exact;
   while (s.next_exact < exact_size_.size() && exact_size_[s.next_exact].first < i) ++s.next_exact;
@@ -606,19 +636,20 @@ void Replay::sweep_alloc(SweepState& s, const TraceEvent& e, uint32_t i) {
 }
 
 void Replay::sweep_free(SweepState& s, const TraceEvent& e, uint32_t i) {
-  uint32_t* id = s.live.find(e.addr);
-  if (!id) {
+  const SweepState::Found f = s.find(e.addr);
+  if (f.id == s.kNoRange) {
     if (e.action != Action::FreeRequested)
       note(i, std::string(snapshot::to_string(e.action)) + " of " + hex(e.addr) + ", where no block is live");
     return;
   }
   bool completes = e.action != Action::FreeRequested;
-  release(s, *id, i, completes);
+  release(s, f.id, i, completes);
   if (completes) {
-    s.live.erase_found(id);
-    s.model.free_completed(e.addr);
+    if (!f.tagged) s.live.erase(e.addr);
+    s.model.free_completed(e.addr, f.block);  // frees the block, and its tag with it
+    --s.live_count;
   } else {
-    s.model.free_requested(e.addr);
+    s.model.free_requested(e.addr, f.block);
   }
 }
 
@@ -632,15 +663,15 @@ void Replay::record(SweepState& s, const TraceEvent& e, uint32_t i) {
 }
 
 // The ranges active after event i, in id order. A range is active from its beginning until
-// its block is taken back (end set), and every active range is in s.live, so they are the
-// last checkpoint's that are still active, then those begun since that are: both runs are in
-// id order and every id of the second is larger. (Listing s.live and sorting it cost a sort
-// of the live blocks every checkpoint: 3% of bench_analyze on the no-frames file.)
+// its block is taken back (end set), so they are the last checkpoint's that are still
+// active, then those begun since that are: both runs are in id order and every id of the
+// second is larger. (Listing the live blocks and sorting them cost a sort every checkpoint:
+// 3% of bench_analyze on the no-frames file.)
 void Replay::checkpoint(SweepState& s, uint32_t i) {
   Checkpoint c;
   c.event = i;
   c.first_new_range = static_cast<uint32_t>(ranges_.size());
-  c.live.reserve(s.live.size());
+  c.live.reserve(s.live_count);
   auto active = [&](uint32_t id) { return ranges_[id].end == kNever; };
   uint32_t from = 0;
   if (!checkpoints_.empty()) {

@@ -230,6 +230,36 @@ TEST_CASE("a trace the dump contradicts: the first contradicting event, and the 
     CHECK(ranges[0].freed == 0);
     CHECK(ranges[0].end == 1);
   }
+  SUBCASE("an alloc where a block is already live: the old block ends there") {
+    d.trace.push_back(ev(Action::Alloc, base, 4096));
+    d.trace.push_back(ev(Action::Alloc, base, 8192));
+    d.trace.push_back(ev(Action::Free, base, 8192));
+    analysis::Replay r(ctx, d);
+    const auto& ranges = r.ranges();
+    REQUIRE(ranges.size() == 2);
+    CHECK(ranges[0].begin == 0);
+    CHECK(ranges[0].end == 1);  // replaced by the second alloc
+    CHECK(ranges[1].begin == 1);
+    CHECK(ranges[1].end == 2);
+    // Each alloc takes the whole 1 MiB block (less than 1 MiB would remain): one at a time.
+    CHECK(r.state_after(0).totals.allocated == 1 << 20);
+    CHECK(r.state_after(1).totals.allocated == 1 << 20);
+    CHECK(r.state_after(2).totals.allocated == 0);
+  }
+  SUBCASE("a segment freed with a live block in it: the block stays live until its free") {
+    d.trace.push_back(ev(Action::Alloc, base, 4096));
+    d.trace.push_back(ev(Action::SegmentFree, base, 1 << 20));
+    d.trace.push_back(ev(Action::SegmentAlloc, base, 1 << 20));
+    d.trace.push_back(ev(Action::Free, base, 4096));
+    analysis::Replay r(ctx, d);
+    const auto& ranges = r.ranges();
+    REQUIRE(ranges.size() == 1);
+    CHECK(ranges[0].begin == 0);
+    CHECK(ranges[0].end == 3);  // the model lost the block with its segment; the replay did not
+    CHECK(r.state_after(2).totals.allocated == 1 << 20);
+    CHECK(r.state_after(3).totals.allocated == 0);
+    if (r.first_mismatch()) CHECK(r.first_mismatch()->what.find("where no block is live") == std::string::npos);
+  }
   SUBCASE("an alloc whose block is gone after it") {
     d.trace.push_back(ev(Action::Alloc, base, 4096));
     analysis::Replay r(ctx, d);

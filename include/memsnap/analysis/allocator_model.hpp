@@ -93,6 +93,7 @@ enum class ModelState : uint8_t { Free, Allocated, Pending };
 
 struct ModelBlock {
   static constexpr uint64_t kNone = ~uint64_t{0};
+  static constexpr uint32_t kNoTag = ~uint32_t{0};
   uint64_t size = 0;
   uint64_t prev = kNone, next = kNone;  // neighbours' addresses in the same mapped range
   uint64_t segment = 0;                 // start of the segment (mapped range) holding it
@@ -100,6 +101,10 @@ struct ModelBlock {
   // Copied from the segment, which every block event would otherwise look up (a tree):
   // should_split needs the pool and whether the segment is expandable.
   bool small = false, expandable = false;
+  // The caller's name for a live block (the replay's range id), in what was padding: the
+  // replay finds a block's range in this table and needs no table of its own. A free block
+  // has none: a block gets it when allocated and loses it when free (set_state).
+  uint32_t tag = kNoTag;
 };
 
 struct ModelSegment {
@@ -149,17 +154,27 @@ class AllocatorModel {
   /// Places a live block inside the free block that covers it (the rewound start state).
   bool place(uint64_t addr, uint64_t size, ModelState state);
   struct Followed {
-    uint64_t size = 0;  // the block's size as the allocator handed it out
-    bool exact = true;  // false: the model's layout disagreed with the trace here
+    uint64_t size = 0;    // the block's size as the allocator handed it out
+    bool exact = true;    // false: the model's layout disagreed with the trace here
+    bool tagged = false;  // the model holds the block at addr, allocated, with the tag given
   };
-  /// alloc at `addr` of `rounded` bytes: the free block there, split or whole by should_split.
-  Followed alloc_at(uint64_t addr, uint64_t rounded);
+  /// alloc at `addr` of `rounded` bytes: the free block there, split or whole by should_split;
+  /// the block allocated carries `tag`.
+  Followed alloc_at(uint64_t addr, uint64_t rounded, uint32_t tag = ModelBlock::kNoTag);
   /// free_requested: the block is no longer allocated, still active. False when no allocated block is there.
-  bool free_requested(uint64_t addr);
+  bool free_requested(uint64_t addr) { return free_requested(addr, blocks_.find(addr)); }
+  bool free_requested(uint64_t addr, ModelBlock* b);
   /// free_completed (or free): the block is free and merges with free neighbours.
-  bool free_completed(uint64_t addr);
+  bool free_completed(uint64_t addr) { return free_completed(addr, blocks_.find(addr)); }
+  /// The same for the block at addr the caller found (block_at) since the model last changed.
+  bool free_completed(uint64_t addr, ModelBlock* b);
   /// The block starting at addr, or null.
   const ModelBlock* block(uint64_t addr) const { return blocks_.find(addr); }
+  /// The same, for giving a block a tag or for free_requested/free_completed.
+  ModelBlock* block_at(uint64_t addr) { return blocks_.find(addr); }
+  /// Tags of live blocks a segment event took away (a trace that frees a segment with live
+  /// blocks in it), with their addresses: the caller keeps them elsewhere. Emptied by the call.
+  std::vector<std::pair<uint64_t, uint32_t>> take_dropped_tags() { return std::exchange(dropped_tags_, {}); }
   /// Free space right after a live block up to the next block (0 when none or not free).
   uint64_t free_after(uint64_t addr) const;
 
@@ -209,11 +224,14 @@ class AllocatorModel {
       if (simulate_) adjust_segment_active(b.segment, static_cast<int64_t>(d));
     }
     b.state = s;
-    if (!live) index_free(addr, b, true);
+    if (!live) {
+      b.tag = ModelBlock::kNoTag;
+      index_free(addr, b, true);
+    }
   }
   void adjust_segment_active(uint64_t seg, int64_t delta);
-  /// Cuts the block at addr after first_size bytes; the first part then takes first_state.
-  void split(uint64_t addr, uint64_t first_size, std::optional<ModelState> first_state = std::nullopt);
+  /// Cuts the block b at addr after first_size bytes; the first part then takes first_state.
+  void split(uint64_t addr, ModelBlock* b, uint64_t first_size, std::optional<ModelState> first_state = std::nullopt);
   uint64_t merge_free(uint64_t addr, ModelBlock* block);
   void index_free(uint64_t addr, const ModelBlock& b, bool add) {
     if (simulate_) index_free_simulated(addr, b, add);
@@ -248,6 +266,7 @@ class AllocatorModel {
   uint64_t place_hint_ = ModelBlock::kNone;    // the free block after the last placed one
   uint64_t next_address_ = uint64_t{1} << 52;  // above any address a trace records
   std::vector<std::pair<uint64_t, uint64_t>> hints_;
+  std::vector<std::pair<uint64_t, uint32_t>> dropped_tags_;
   size_t next_hint_ = 0;
   std::map<PoolKey, std::pair<uint64_t, uint64_t>> reservations_;  // expandable: pool -> [start, end)
 };
