@@ -11,8 +11,8 @@
 #include "memsnap/report/fleet.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
-#include "parallel.hpp"
+#include "memsnap/app/output.hpp"
+#include "memsnap/app/parallel.hpp"
 
 namespace memsnap::cli {
 
@@ -111,8 +111,8 @@ void analyze_many(const AnalyzeArgs& args, analysis::AnalyzeOptions options) {
     report::write_jsonl_header(std::cout, "analyze", inputs);
   }
   bool any_file = false;
-  run_ordered(
-      args.files.size(), effective_jobs(args.jobs),
+  app::run_ordered(
+      args.files.size(), app::effective_jobs(args.jobs),
       [&](size_t i) { results[i] = analyze_file(args.files[i], args, options, style); },
       [&](size_t i) {
         FileAnalysis fa = std::move(results[i]);
@@ -196,7 +196,7 @@ void add_analyze(CLI::App& app) {
       ->option_text("TEXT");
   add_fits_options(*cmd, args->fits);
   cmd->callback([args] {
-    io::OutputFile output = open_output("-", args->files);  // never onto an input (`>> X`)
+    io::OutputFile output = app::open_output("-", args->files);  // never onto an input (`>> X`)
     analysis::AnalyzeOptions options;
     apply(args->state, options);
     options.iterations.marker = args->iteration_marker;

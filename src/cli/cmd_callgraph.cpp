@@ -6,7 +6,7 @@
 #include "flame_state.hpp"
 #include "memsnap/analysis/callgraph.hpp"
 #include "memsnap/report/callgraph.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -59,14 +59,14 @@ void add_callgraph(CLI::App& app) {
   cmd->callback([args] {
     double min_share = parse_share(args->min_share);
     if (args->dot && args->format == Format::Json) throw Failure("--dot and --format json: choose one", kBadInput);
-    io::OutputFile output = open_output("-", {args->stack.file});
+    io::OutputFile output = app::open_output("-", {args->stack.file});
     LoadedStates ls = load_states(args->stack);
-    bound_output(output, args->stack.max_output, ls.loaded.input.decoded_bytes);
+    app::bound_output(output, args->stack.max_output, ls.loaded.input.decoded_bytes);
     analysis::StackOptions options = args->stack.stack;
     options.collapse_dispatch = !args->dispatch;
     analysis::CallGraph graph = analysis::build_call_graph(profile_of(ls.loaded.snapshot, ls.states, options));
     report::CallgraphView view{&graph, &ls.source, min_share};
-    write_output(output, [&](std::ostream& out) {
+    app::write_output(output, [&](std::ostream& out) {
       if (args->dot)
         report::write_callgraph_dot(out, view);
       else if (args->format == Format::Json)

@@ -11,8 +11,8 @@
 #include "memsnap/report/check.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
-#include "parallel.hpp"
+#include "memsnap/app/output.hpp"
+#include "memsnap/app/parallel.hpp"
 
 namespace memsnap::cli {
 
@@ -125,7 +125,7 @@ void add_limit_options(CLI::App& cmd, CheckArgs& args) {
 void run_check(CheckArgs& args, CLI::App& cmd) {
   std::vector<std::string> inputs = args.files;  // what no output may be written onto
   if (!args.config.empty()) inputs.push_back(args.config);
-  io::OutputFile output = open_output("-", inputs);
+  io::OutputFile output = app::open_output("-", inputs);
   analysis::Limits limits = limits_of(args, cmd);
   if (!limits.any())
     throw Failure(
@@ -137,7 +137,7 @@ void run_check(CheckArgs& args, CLI::App& cmd) {
   std::optional<io::OutputFile> junit;
   if (!args.junit.empty()) {
     if (args.junit == "-") throw Failure("--junit: a file, not standard output", kBadInput);
-    try {  // as open_output does: refused or unwritable before the work
+    try {  // as app::open_output does: refused or unwritable before the work
       junit.emplace(args.junit, std::span<const std::string>(inputs));
     } catch (const io::OutputError& e) {
       throw Failure(e.what(), kBadInput);
@@ -148,8 +148,8 @@ void run_check(CheckArgs& args, CLI::App& cmd) {
   analysis::CheckTotals t;
   const bool jsonl = args.common.format == Format::Jsonl;
   report::TextStyle style = text_style(args.common);
-  run_ordered(
-      args.files.size(), effective_jobs(args.jobs),
+  app::run_ordered(
+      args.files.size(), app::effective_jobs(args.jobs),
       [&](size_t i) { results[i] = check_file(args.files[i], args.common, limits, args.files.size() > 1 ? 1 : 0); },
       [&](size_t i) {
         FileChecks fc = std::move(results[i]);
@@ -170,7 +170,7 @@ void run_check(CheckArgs& args, CLI::App& cmd) {
     report::write_check_json(std::cout, all, limits);
   else
     report::write_check_text(std::cout, all, style);
-  if (junit) write_output(*junit, [&](std::ostream& out) { report::write_check_junit(out, all); });
+  if (junit) app::write_output(*junit, [&](std::ostream& out) { report::write_check_junit(out, all); });
   std::cout.flush();
   if (t.errors)
     throw Failure(std::to_string(t.errors) + (t.errors == 1 ? " file" : " files") + " could not be read", kBadInput);

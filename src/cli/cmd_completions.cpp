@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -230,10 +230,10 @@ void add_completions(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Output file (default: - for stdout)")->option_text("OUT");
   CLI::App* root = &app;
   cmd->callback([args, root] {
-    io::OutputFile out = open_output(args->output, {});
+    io::OutputFile out = app::open_output(args->output, {});
     std::vector<CommandSpec> cmds = commands_of(*root);
     std::vector<OptionSpec> global = options_of(*root, nullptr);
-    write_output(out, [&](std::ostream& os) {
+    app::write_output(out, [&](std::ostream& os) {
       if (args->shell == "bash")
         write_bash(os, cmds, global);
       else

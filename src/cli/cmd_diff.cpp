@@ -8,7 +8,7 @@
 #include "memsnap/analysis/diff.hpp"
 #include "memsnap/report/diff.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -52,14 +52,14 @@ void add_diff(CLI::App& app) {
       throw Failure("--flame and --format json: choose one", kBadInput);
     if (!args->flame && !args->output.empty()) throw Failure("-o: only with --flame", kBadInput);
     // Refused (an input as the target) or unwritable before the work.
-    io::OutputFile output = open_output(args->output.empty() ? "-" : args->output, {args->before, args->after});
+    io::OutputFile output = app::open_output(args->output.empty() ? "-" : args->output, {args->before, args->after});
     // The two inputs are independent: parse them on both cores.
     auto later = std::async(std::launch::async, [&] { return load(args->after, args->common); });
     snapshot::Loaded before = load(args->before, args->common);
     snapshot::Loaded after = later.get();
     print_warnings(before);
     print_warnings(after);
-    bound_output(output, args->max_output, before.input.decoded_bytes + after.input.decoded_bytes);
+    app::bound_output(output, args->max_output, before.input.decoded_bytes + after.input.decoded_bytes);
     analysis::Context before_ctx(before.snapshot, code_rules()), after_ctx(after.snapshot, code_rules());
     analysis::ProcessMatch process = analysis::match_processes(before.snapshot, after.snapshot);
     auto devices = analysis::diff_snapshots(before_ctx, after_ctx, process);
@@ -67,7 +67,7 @@ void add_diff(CLI::App& app) {
     if (args->flame)
       write_diff_flame(before, after, output, args->common.quiet);
     else
-      write_output(output, [&](std::ostream& out) {
+      app::write_output(output, [&](std::ostream& out) {
         if (args->common.format == Format::Json)
           report::write_diff_json(out, view);
         else

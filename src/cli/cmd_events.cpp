@@ -6,7 +6,7 @@
 #include "common.hpp"
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/report/events.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -38,7 +38,7 @@ void add_events(CLI::App& app) {
       ->option_text("N");
   cmd->add_flag("--stacks", args->stacks, "Print each event's whole stack (noise frames filtered)");
   cmd->callback([args] {
-    io::OutputFile output = open_output("-", {args->file});
+    io::OutputFile output = app::open_output("-", {args->file});
     snapshot::Loaded loaded = load(args->file, args->common);
     print_warnings(loaded);
     const auto& snap = loaded.snapshot;
@@ -66,7 +66,7 @@ void add_events(CLI::App& app) {
               " records no OOM event (--around peak lists what led to the peak)",
           kBadInput);
     report::Source src{loaded.input, ctx};
-    write_output(output, [&](std::ostream& out) {
+    app::write_output(output, [&](std::ostream& out) {
       if (args->common.format == Format::Json)
         report::write_events_json(out, src, devices, origin);
       else

@@ -12,7 +12,7 @@
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -25,7 +25,7 @@ struct ExportArgs {
   std::string output = "-";
   std::optional<ExportFormat> format;
   std::string max_memory = kDefaultMaxMemory;
-  std::string max_output;  // empty: the default output bound (cli/output.hpp)
+  std::string max_output;  // empty: the default output bound (app/output.hpp)
   bool quiet = false;
   analysis::SliceOptions window;
   size_t points = 20000;  // perfetto: counter samples per device and series
@@ -98,7 +98,7 @@ void write_perfetto(io::OutputFile& output, const snapshot::Loaded& loaded, cons
   for (int dev : left_out)
     std::cerr << "memsnap: note: " << terminal_safe(shown) << ": device " << dev << " has no trace entries: left out\n";
   report::PerfettoView view{&loaded.input, &ctx, &result};
-  write_output(output, [&](std::ostream& out) { report::write_perfetto_json(out, view); });
+  app::write_output(output, [&](std::ostream& out) { report::write_perfetto_json(out, view); });
   if (!output.is_stdout() && !args.quiet)
     std::cerr << "wrote " << args.output << " (Chrome trace events, " << timelines
               << (timelines == 1 ? " device, " : " devices, ") << with_commas(points)
@@ -173,13 +173,13 @@ void run_export(const ExportArgs& args) {
   ExportFormat format = resolve_format(args);
   if (format == ExportFormat::Pickle && args.output == "-" && isatty(STDOUT_FILENO))
     throw Failure("refusing to write a pickle to a terminal: use -o FILE or redirect the output", kBadInput);
-  io::OutputFile output = open_output(args.output, {args.file});
+  io::OutputFile output = app::open_output(args.output, {args.file});
   CommonOptions common;
   common.max_memory = args.max_memory;
   common.quiet = args.quiet;
   snapshot::Loaded loaded = load(args.file, common);
   print_warnings(loaded);
-  bound_output(output, args.max_output, loaded.input.decoded_bytes);
+  app::bound_output(output, args.max_output, loaded.input.decoded_bytes);
   std::string shown = args.file == "-" ? "<stdin>" : args.file;
 
   std::optional<snapshot::Snapshot> cut;
@@ -190,7 +190,7 @@ void run_export(const ExportArgs& args) {
     write_perfetto(output, loaded, snap, shown, args);
     return;
   }
-  write_output(output, [&](std::ostream& out) {
+  app::write_output(output, [&](std::ostream& out) {
     if (format == ExportFormat::Json)
       report::write_snapshot_json(out, snap);
     else

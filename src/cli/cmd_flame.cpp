@@ -7,7 +7,7 @@
 #include "memsnap/analysis/stacks.hpp"
 #include "memsnap/report/flame.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -59,12 +59,12 @@ void add_flame(CLI::App& app) {
                 "SVG: embed a small script for click-to-zoom (default: a static picture, no script)");
   cmd->callback([args] {
     FlameFormat format = format_for(args->format, args->output);
-    io::OutputFile output = open_output(args->output, {args->stack.file});  // refused before the work
+    io::OutputFile output = app::open_output(args->output, {args->stack.file});  // refused before the work
     LoadedStates ls = load_states(args->stack);
-    bound_output(output, args->stack.max_output, ls.loaded.input.decoded_bytes);
+    app::bound_output(output, args->stack.max_output, ls.loaded.input.decoded_bytes);
     analysis::StackProfile profile = profile_of(ls.loaded.snapshot, ls.states, args->stack.stack);
     size_t left_out = 0;
-    write_output(output, [&](std::ostream& out) {
+    app::write_output(output, [&](std::ostream& out) {
       if (format == FlameFormat::Folded) {
         report::write_folded(out, profile);
         return;
@@ -104,7 +104,7 @@ void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& af
   analysis::DiffProfile diff = analysis::diff_profiles(profiles[0], profiles[1]);
   std::string target = output.is_stdout() ? "-" : output.shown();
   size_t left_out = 0;
-  write_output(output, [&](std::ostream& out) {
+  app::write_output(output, [&](std::ostream& out) {
     if (format_for(std::nullopt, target) == FlameFormat::Svg) {
       report::FlameSvgOptions o;
       auto shown = [](const snapshot::Loaded& l) {

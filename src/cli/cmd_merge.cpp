@@ -9,7 +9,7 @@
 #include "memsnap/report/fleet.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -40,7 +40,7 @@ void add_merge(CLI::App& app) {
   cmd->callback([args] {
     if (std::count(args->files.begin(), args->files.end(), std::string("-")) > 1)
       throw Failure("- (stdin) can be given once", kBadInput);
-    io::OutputFile output = open_output("-", args->files);  // never `merge X >> X`
+    io::OutputFile output = app::open_output("-", args->files);  // never `merge X >> X`
     auto limit = parse_size(args->common.max_memory);
     if (!limit || *limit == 0) throw Failure("--max-memory: not a size: '" + args->common.max_memory + "'", kBadInput);
     report::Fleet fleet;

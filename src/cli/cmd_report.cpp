@@ -8,7 +8,7 @@
 #include "memsnap/report/html.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -107,7 +107,7 @@ void run_report(const ReportArgs& args) {
   const auto& files = args.files;
   if (files.size() == 2 && files[0] == "-" && files[1] == "-") throw Failure("- (stdin) can be given once", kBadInput);
   analysis::AnalyzeOptions options = report_analyze_options(args);
-  io::OutputFile output = open_output(args.output, files);  // refused or unwritable: before the work
+  io::OutputFile output = app::open_output(args.output, files);  // refused or unwritable: before the work
   std::vector<snapshot::Loaded> loaded = load_inputs(files, args.common);
   std::vector<std::unique_ptr<analysis::Context>> contexts;
   std::vector<analysis::AnalyzeResult> results;
@@ -124,7 +124,7 @@ void run_report(const ReportArgs& args) {
     diff = analysis::diff_snapshots(*contexts[0], *contexts[1]);
     view.diff = &diff;
   }
-  write_output(output, [&](std::ostream& out) { report::write_report_html(out, view); });
+  app::write_output(output, [&](std::ostream& out) { report::write_report_html(out, view); });
   if (!output.is_stdout() && !args.common.quiet) say_written(args, results, output);
 }
 

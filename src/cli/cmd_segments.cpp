@@ -9,8 +9,8 @@
 #include "common.hpp"
 #include "memsnap/report/segments.hpp"
 #include "memsnap/util/terminal.hpp"
-#include "output.hpp"
-#include "parallel.hpp"
+#include "memsnap/app/output.hpp"
+#include "memsnap/app/parallel.hpp"
 
 namespace memsnap::cli {
 
@@ -70,7 +70,7 @@ void add_segments(CLI::App& app) {
     if (args->top < 0) throw Failure("--top: must be 0 (all) or more, got " + std::to_string(args->top), kBadInput);
   });
   cmd->callback([args] {
-    io::OutputFile output = open_output("-", args->files);  // never onto an input (`>> X`)
+    io::OutputFile output = app::open_output("-", args->files);  // never onto an input (`>> X`)
     analysis::AnalyzeOptions options;
     apply(args->state, options);
     options.trace = false;  // the segment map needs the state only
@@ -91,8 +91,8 @@ void add_segments(CLI::App& app) {
     std::vector<std::string> docs;
     std::vector<FileSegments> results(args->files.size());
     size_t errors = 0, printed = 0;
-    run_ordered(
-        args->files.size(), effective_jobs(args->jobs),
+    app::run_ordered(
+        args->files.size(), app::effective_jobs(args->jobs),
         [&](size_t i) { results[i] = segments_of(args->files[i], *args, options, style); },
         [&](size_t i) {
           FileSegments& fs = results[i];

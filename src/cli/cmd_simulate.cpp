@@ -6,7 +6,7 @@
 #include "memsnap/analysis/simulate.hpp"
 #include "memsnap/report/simulate.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -74,7 +74,7 @@ void add_simulate(CLI::App& app) {
         throw Failure("--capacity: not a device size: '" + args->capacity + "' (e.g. 40GB, 38GiB)", kBadInput);
       options.capacity = v;
     }
-    io::OutputFile output = open_output("-", {args->file});
+    io::OutputFile output = app::open_output("-", {args->file});
     snapshot::Loaded loaded = load(args->file, args->common);
     print_warnings(loaded);
     const auto& snap = loaded.snapshot;
@@ -84,7 +84,7 @@ void add_simulate(CLI::App& app) {
     analysis::Replay replay(ctx, d);
     analysis::Simulation sim = analysis::simulate(ctx, replay, options);  // UsageError: exit 2
     report::Source src{loaded.input, ctx};
-    write_output(output, [&](std::ostream& out) {
+    app::write_output(output, [&](std::ostream& out) {
       if (args->common.format == Format::Json)
         report::write_simulate_json(out, src, sim);
       else

@@ -7,7 +7,7 @@
 #include "memsnap/report/timeline.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -111,7 +111,7 @@ std::vector<analysis::Timeline> take_timelines(analysis::AnalyzeResult& result, 
 
 void run_timeline(const TimelineArgs& args) {
   PlotFormat format = resolve_format(args);
-  io::OutputFile output = open_output(args.output, {args.file});  // refused or unwritable: before the work
+  io::OutputFile output = app::open_output(args.output, {args.file});  // refused or unwritable: before the work
   snapshot::Loaded loaded = load(args.file, args.common);
   std::string shown = shown_path(args.file);
   analysis::Context ctx(loaded.snapshot, code_rules());
@@ -120,7 +120,7 @@ void run_timeline(const TimelineArgs& args) {
   std::vector<analysis::Timeline> timelines = take_timelines(result, shown);
 
   report::TimelineView view{&loaded.input, &timelines, result.time_origin_us};
-  write_output(output, [&](std::ostream& out) {
+  app::write_output(output, [&](std::ostream& out) {
     if (format == PlotFormat::Svg)
       report::write_timeline_svg(out, view, report::SvgOptions{args.width, args.height});
     else

@@ -18,7 +18,7 @@
 #include "memsnap/util/memory_budget.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -104,6 +104,14 @@ void add_max_memory_option(CLI::App& cmd, std::string& max_memory) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+void add_jobs_option(CLI::App& cmd, unsigned& jobs) {
+  cmd.add_option("-j,--jobs", jobs,
+                 "Files processed at once, one per worker; each holds one snapshot, so memory is up to N times "
+                 "--max-memory (default: the number of hardware threads)")
+      ->option_text("N")
+      ->check(CLI::Range(1u, 1024u));
+}
+
 void add_quiet_option(CLI::App& cmd, bool& quiet) {
   cmd.add_flag("-q,--quiet", quiet, "No progress line on stderr while reading a large input");
 }
@@ -141,7 +149,7 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   } catch (const io::OutputError& e) {
     throw Failure(e.what(), kBadInput);
   }
-  ProgressLine progress(o.quiet);
+  app::ProgressLine progress(o.quiet);
   lo.progress = progress.callback();
   try {
     return snapshot::load_snapshot(path, lo);

@@ -5,28 +5,21 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "memsnap/analysis/analyze.hpp"
+#include "memsnap/app/failure.hpp"
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::cli {
 
-/// Exit statuses (docs/usage.md, man page): 0 success, 1 a check failed, 2 usage or input
-/// error, 3 an internal error (a bug in memsnap: please report it).
-enum Exit : int { kOk = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3 };
-
-/// A fatal, already-worded error: printed as "memsnap: <message>" with `code`.
-class Failure : public std::runtime_error {
- public:
-  Failure(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
-  int code() const { return code_; }
-
- private:
-  int code_;
-};
+// The exit statuses and the fatal error live with the commands' work (app/failure.hpp).
+using app::Failure;
+using app::kBadInput;
+using app::kCheckFailed;
+using app::kInternalError;
+using app::kOk;
 
 enum class Format { Text, Json, Jsonl };
 
@@ -63,6 +56,8 @@ void add_file_option(CLI::App& cmd, std::string& file);
 /// Adds --format text|json (unless the command has its own; `jsonl` adds JSON Lines), --no-color,
 /// --max-memory and --quiet.
 void add_common_options(CLI::App& cmd, CommonOptions& options, bool format = true, bool jsonl = false);
+/// Adds -j,--jobs N. 0 (the default) means std::thread::hardware_concurrency().
+void add_jobs_option(CLI::App& cmd, unsigned& jobs);
 /// Adds -q/--quiet alone.
 void add_quiet_option(CLI::App& cmd, bool& quiet);
 /// --max-memory SIZE: one bound on what a load holds (see load()).

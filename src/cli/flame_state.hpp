@@ -13,7 +13,7 @@
 #include "memsnap/analysis/stacks.hpp"
 #include "memsnap/report/flame.hpp"
 #include "memsnap/snapshot/load.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace memsnap::cli {
 
@@ -57,7 +57,7 @@ struct StackArgs {
   std::string at = "dump";
   analysis::StackOptions stack;
   std::string max_memory = kDefaultMaxMemory;
-  std::string max_output;  // empty: the default output bound (cli/output.hpp)
+  std::string max_output;  // empty: the default output bound (app/output.hpp)
   bool quiet = false;      // no progress line
 };
 void add_stack_options(CLI::App& cmd, StackArgs& args);

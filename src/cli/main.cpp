@@ -6,7 +6,7 @@
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/version.hpp"
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 namespace {
 
@@ -41,7 +41,7 @@ class WrappingFormatter : public CLI::Formatter {
 
 int main(int argc, char** argv) {
   using namespace memsnap::cli;
-  memsnap::io::CheckedStdout checked_stdout;  // every byte to stdout is checked (finish_stdout)
+  memsnap::io::CheckedStdout checked_stdout;  // every byte to stdout is checked (app::finish_stdout)
   CLI::App app{"memsnap: explain PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot)"};
   app.formatter(std::make_shared<WrappingFormatter>());
   app.set_version_flag("--version", std::string("memsnap ") + memsnap::kVersion);
@@ -65,11 +65,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return finish_stdout(checked_stdout, app.exit(e));
+    return memsnap::app::finish_stdout(checked_stdout, app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return finish_stdout(checked_stdout, app.exit(e));
+    return memsnap::app::finish_stdout(checked_stdout, app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return finish_stdout(checked_stdout, app.exit(e));
+    return memsnap::app::finish_stdout(checked_stdout, app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::cerr << "memsnap: " << e.what() << "\nRun 'memsnap --help' for usage.\n";
     return kBadInput;
@@ -89,5 +89,5 @@ int main(int argc, char** argv) {
               << " (a bug in memsnap; please report it with the command line)\n";
     return kInternalError;
   }
-  return finish_stdout(checked_stdout, kOk);
+  return memsnap::app::finish_stdout(checked_stdout, kOk);
 }

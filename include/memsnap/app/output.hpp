@@ -1,4 +1,4 @@
-// Command-line side of output files and progress: -o through io::OutputFile, the final
+// A command's output files and progress: -o through io::OutputFile, the final
 // flush of stdout, and the progress line on stderr. Every command that writes uses these.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include "memsnap/io/output_file.hpp"
 #include "memsnap/util/progress.hpp"
 
-namespace memsnap::cli {
+namespace memsnap::app {
 
 /// Opens -o OUT ("-": standard output) before the slow work; refuses one of `inputs`.
 /// Every failure is a Failure (exit 2) with a one-line message.
@@ -53,4 +53,4 @@ class ProgressLine {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace memsnap::cli
+}  // namespace memsnap::app

@@ -1,5 +1,5 @@
 // -o files, the checked final flush of stdout, and the progress line.
-#include "output.hpp"
+#include "memsnap/app/output.hpp"
 
 #include <unistd.h>
 
@@ -10,10 +10,10 @@
 #include <cstdio>
 #include <iostream>
 
-#include "common.hpp"
+#include "memsnap/app/failure.hpp"
 #include "memsnap/util/units.hpp"
 
-namespace memsnap::cli {
+namespace memsnap::app {
 
 io::OutputFile open_output(const std::string& path, const std::vector<std::string>& inputs) {
   try {
@@ -142,4 +142,4 @@ void ProgressLine::update(State& s, uint64_t done, uint64_t total) {
   s.shown = true;
 }
 
-}  // namespace memsnap::cli
+}  // namespace memsnap::app

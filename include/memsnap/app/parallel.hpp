@@ -1,14 +1,11 @@
 // Many files at once (-j N): one file per worker, results handed back in argument order.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <functional>
 
-namespace memsnap::cli {
+namespace memsnap::app {
 
-/// Adds -j,--jobs N. 0 (the default) means std::thread::hardware_concurrency().
-void add_jobs_option(CLI::App& cmd, unsigned& jobs);
 /// `jobs`, or the number of hardware threads when it is 0 (at least 1).
 unsigned effective_jobs(unsigned jobs);
 
@@ -21,4 +18,4 @@ unsigned effective_jobs(unsigned jobs);
 void run_ordered(size_t n, unsigned jobs, const std::function<void(size_t)>& work,
                  const std::function<void(size_t)>& emit);
 
-}  // namespace memsnap::cli
+}  // namespace memsnap::app

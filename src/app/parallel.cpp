@@ -1,5 +1,5 @@
 // A small ordered work queue for -j N.
-#include "parallel.hpp"
+#include "memsnap/app/parallel.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -9,15 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace memsnap::cli {
-
-void add_jobs_option(CLI::App& cmd, unsigned& jobs) {
-  cmd.add_option("-j,--jobs", jobs,
-                 "Files processed at once, one per worker; each holds one snapshot, so memory is up to N times "
-                 "--max-memory (default: the number of hardware threads)")
-      ->option_text("N")
-      ->check(CLI::Range(1u, 1024u));
-}
+namespace memsnap::app {
 
 unsigned effective_jobs(unsigned jobs) {
   if (jobs > 0) return jobs;
@@ -80,4 +72,4 @@ void run_ordered(size_t n, unsigned jobs, const std::function<void(size_t)>& wor
   if (first) std::rethrow_exception(first);
 }
 
-}  // namespace memsnap::cli
+}  // namespace memsnap::app
