@@ -9,6 +9,8 @@
 
 #include "memsnap/analysis/analyze.hpp"
 #include "memsnap/app/failure.hpp"
+#include "memsnap/app/load.hpp"
+#include "memsnap/app/stacks.hpp"
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/snapshot/load.hpp"
 
@@ -20,36 +22,27 @@ using app::kBadInput;
 using app::kCheckFailed;
 using app::kInternalError;
 using app::kOk;
+// What a command's options fill in and its work takes (app/load.hpp).
+using app::analyze_one;
+using app::code_rules;
+using app::CommonOptions;
+using app::file_error;
+using app::Format;
+using app::kConfigMaxBytes;
+using app::kDefaultMaxMemory;
+using app::load;
+using app::print_warnings;
+using app::read_json_input;
+using app::shown_path;
+using app::StateOptions;
+using app::warnings_text;
 
-enum class Format { Text, Json, Jsonl };
+/// Reads what the environment says about loading (MEMSNAP_SPLIT, MEMSNAP_FAST_DEBUG) into
+/// app::run_settings(): the CLI reads the environment, nothing below it does.
+void read_environment();
 
-/// --max-memory's default, for every command that loads a snapshot.
-inline constexpr const char* kDefaultMaxMemory = "4GiB";
-
-struct CommonOptions {
-  Format format = Format::Text;
-  bool no_color = false;
-  std::string max_memory = kDefaultMaxMemory;
-  bool quiet = false;  // no progress line
-};
-
-/// Which device and which moment a command looks at: --device, --at, --at-time.
-struct StateOptions {
-  std::optional<int> device;
-  std::optional<uint64_t> at;
-  std::optional<int64_t> at_time;
-};
-void add_state_options(CLI::App& cmd, StateOptions& options);
-/// Copies --device / --at / --at-time into the analysis options.
-void apply(const StateOptions& state, analysis::AnalyzeOptions& options);
-
-/// Reads a JSON input (a file, or "-" for stdin) of at most `limit` bytes, in chunks. Refused
-/// with one line (exit 2) when it cannot be opened, when its first non-blank byte cannot start
-/// a JSON document (so /dev/zero and binary files are refused at their first byte), or when it
-/// holds more than `limit` bytes (at `limit` + 1 bytes read, never more).
-std::string read_json_input(const std::string& path, uint64_t limit);
-/// The largest --config file read (a config of every option is a few hundred bytes).
-inline constexpr uint64_t kConfigMaxBytes = uint64_t{64} << 20;
+/// --device, --at, --at-time (app::StateOptions).
+void add_state_options(CLI::App& cmd, app::StateOptions& options);
 
 /// The FILE positional every single-snapshot command takes.
 void add_file_option(CLI::App& cmd, std::string& file);
@@ -64,30 +57,12 @@ void add_quiet_option(CLI::App& cmd, bool& quiet);
 void add_max_memory_option(CLI::App& cmd, std::string& max_memory);
 /// --max-output SIZE on a command whose output can outgrow its input (export, flame, callgraph).
 void add_max_output_option(CLI::App& cmd, std::string& max_output);
-/// --user-code / --library as given (registered with --max-memory, on every command that reads a snapshot).
-const analysis::CodeRules& code_rules();
-/// Loads a snapshot; any InputError becomes a Failure naming the file.
-snapshot::Loaded load(const std::string& path, const CommonOptions& options);
 /// Terminal width (40 to 240 columns) and colour for stdout.
 report::TextStyle text_style(const CommonOptions& options);
-/// Prints warnings to stderr as "memsnap: warning: FILE: ...", escaped for the terminal.
-void print_warnings(const snapshot::Loaded& loaded, const std::vector<std::string>& more = {});
-/// The same lines as one string, for a worker to hand to the thread that prints.
-std::string warnings_text(const snapshot::Loaded& loaded, const std::vector<std::string>& more = {});
-/// One file through the pipeline: load, context, analyze. `use` gets the report's source
-/// and the result while the snapshot is alive, and the load and analysis warnings as text
-/// (a command prints them, a worker of many files keeps them for later).
-using AnalysedFn =
-    std::function<void(const report::Source&, const analysis::AnalyzeResult&, const std::string& warnings)>;
-void analyze_one(const std::string& path, const CommonOptions& common, const analysis::AnalyzeOptions& options,
-                 const AnalysedFn& use);
-/// Runs `fn`; an error about this one file (a Failure, an input or usage error, memory
-/// exhausted) comes back as its one-line message naming `path`, anything else propagates.
-std::optional<std::string> file_error(const std::string& path, const std::function<void()>& fn);
+/// FILE, --device, --at, --state, --cpp, --max-memory, --max-output and -q of flame and callgraph.
+void add_stack_options(CLI::App& cmd, app::StackArgs& args);
 /// The FILE... positional of the commands that take many snapshots.
 void add_files_option(CLI::App& cmd, std::vector<std::string>& files);
-/// "<stdin>" for "-".
-std::string shown_path(const std::string& path);
 
 void add_analyze(CLI::App& app);
 void add_diff(CLI::App& app);

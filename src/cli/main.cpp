@@ -3,10 +3,10 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "memsnap/app/output.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/version.hpp"
-#include "memsnap/app/output.hpp"
 
 namespace {
 
@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   add_check(app);
   add_merge(app);
   add_completions(app);
+  read_environment();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

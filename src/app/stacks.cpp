@@ -1,13 +1,12 @@
 // The device states `flame`, `callgraph` and `diff --flame` describe, and what those commands share.
-#include "flame_state.hpp"
+#include "memsnap/app/stacks.hpp"
 
 #include <iostream>
 
-#include "common.hpp"
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/replay.hpp"
 
-namespace memsnap::cli {
+namespace memsnap::app {
 
 FlameAt parse_flame_at(const std::string& text) {
   if (text == "dump") return {};
@@ -96,29 +95,6 @@ analysis::StackProfile profile_of(const snapshot::Snapshot& snap, const std::vec
   return b.take();
 }
 
-void add_stack_options(CLI::App& cmd, StackArgs& a) {
-  cmd.add_option("FILE", a.file, "Snapshot (.pickle, .pkl, .json; gzip/zstd detected; - for stdin)")->required();
-  cmd.add_option("--device", a.device, "Only this device (default: all, each under a <device N> frame)")
-      ->option_text("N");
-  cmd.add_option("--at", a.at,
-                 "Which state: dump (default), peak (most allocated, rebuilt from the trace), oom (the last "
-                 "out-of-memory event) or a trace event INDEX")
-      ->option_text("WHEN");
-  cmd.add_option("--state", a.stack.state,
-                 "Which blocks: allocated (default), active (also pending frees) or all (also cached free "
-                 "blocks, under <cached free>)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, analysis::StackState>{{"allocated", analysis::StackState::Allocated},
-                                                      {"active", analysis::StackState::Active},
-                                                      {"all", analysis::StackState::All}},
-          CLI::ignore_case))
-      ->option_text("WHICH");
-  cmd.add_flag("--cpp", a.stack.cpp, "Keep C++ frames in stacks that have Python frames (default: dropped there)");
-  add_max_memory_option(cmd, a.max_memory);
-  add_max_output_option(cmd, a.max_output);
-  add_quiet_option(cmd, a.quiet);
-}
-
 LoadedStates load_states(const StackArgs& a) {
   FlameAt at = parse_flame_at(a.at);
   CommonOptions common;
@@ -133,4 +109,4 @@ LoadedStates load_states(const StackArgs& a) {
   return out;
 }
 
-}  // namespace memsnap::cli
+}  // namespace memsnap::app

@@ -4,18 +4,17 @@
 // other part of them sees a snapshot::Device (dumped or rebuilt) and nothing else.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "common.hpp"
 #include "memsnap/analysis/stacks.hpp"
+#include "memsnap/app/load.hpp"
+#include "memsnap/app/output.hpp"
 #include "memsnap/report/flame.hpp"
 #include "memsnap/snapshot/load.hpp"
-#include "memsnap/app/output.hpp"
 
-namespace memsnap::cli {
+namespace memsnap::app {
 
 struct FlameAt {
   enum class Kind { Dump, Event, Peak, Oom };
@@ -50,7 +49,7 @@ std::vector<FlameState> flame_states(const snapshot::Snapshot& snap, const std::
 analysis::StackProfile profile_of(const snapshot::Snapshot& snap, const std::vector<FlameState>& states,
                                   const analysis::StackOptions& options);
 
-/// Options `flame` and `callgraph` share: --device, --at, --state, --cpp, --max-memory, -q.
+/// What `flame` and `callgraph` share: --device, --at, --state, --cpp, --max-memory, -q.
 struct StackArgs {
   std::string file;
   std::optional<int> device;
@@ -60,7 +59,6 @@ struct StackArgs {
   std::string max_output;  // empty: the default output bound (app/output.hpp)
   bool quiet = false;      // no progress line
 };
-void add_stack_options(CLI::App& cmd, StackArgs& args);
 /// Loads the file and resolves the states; fills `source` for titles and JSON.
 struct LoadedStates {
   snapshot::Loaded loaded;
@@ -69,10 +67,32 @@ struct LoadedStates {
 };
 LoadedStates load_states(const StackArgs& args);
 
+/// `memsnap flame FILE`: folded stacks, or an SVG flame graph.
+enum class FlameFormat { Folded, Svg };
+struct FlameRequest {
+  StackArgs stack;
+  std::string output = "-";
+  std::optional<FlameFormat> format;  // default: by the output's name
+  int width = 1200;
+  bool script = false;
+};
+void run_flame(const FlameRequest& request);
+
+/// `memsnap callgraph FILE`: the call graph of live memory and its dominator tree.
+struct CallgraphRequest {
+  StackArgs stack;
+  std::string min_share = "1%";
+  bool dispatch = false;
+  bool dot = false;
+  Format format = Format::Text;
+};
+/// `width`: the terminal's, for the text output.
+void run_callgraph(const CallgraphRequest& request, int width);
+
 /// `memsnap diff --flame BEFORE AFTER [-o OUT]`: the differential profile of two dumps,
 /// folded (`stack BEFORE AFTER`) into `output` (opened by the caller before loading, so that
 /// an input is never its target), or an SVG when its name ends in .svg; committed here.
 void write_diff_flame(const snapshot::Loaded& before, const snapshot::Loaded& after, io::OutputFile& output,
                       bool quiet);
 
-}  // namespace memsnap::cli
+}  // namespace memsnap::app
