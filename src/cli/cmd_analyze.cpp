@@ -1,174 +1,31 @@
-// `memsnap analyze FILE`: options -> load -> analyze -> print.
-#include <algorithm>
-#include <fstream>
-#include <iostream>
+// `memsnap analyze FILE...`: its options; app::run_analyze does the work.
 #include <memory>
-#include <optional>
-#include <sstream>
 
 #include "common.hpp"
-#include "fits_option.hpp"
-#include "memsnap/report/fleet.hpp"
-#include "memsnap/util/terminal.hpp"
-#include "memsnap/util/units.hpp"
-#include "memsnap/app/output.hpp"
-#include "memsnap/app/parallel.hpp"
+#include "memsnap/app/analyze.hpp"
 
 namespace memsnap::cli {
 
 namespace {
 
-struct AnalyzeArgs {
-  std::vector<std::string> files;
-  unsigned jobs = 0;
-  bool all = false;
-  CommonOptions common;
-  StateOptions state;
-  std::string iteration_marker;
-  std::string capacity;
-  std::string oom_size;
-  std::string oom_message;
-  FitsOptions fits;
-};
-
-/// --oom-message TEXT, or @FILE for the text in a file (its first 64 KiB).
-std::optional<analysis::OomMessage> oom_message_option(const std::string& arg) {
-  if (arg.empty()) return std::nullopt;
-  std::string text = arg;
-  if (arg.front() == '@') {
-    std::ifstream in(arg.substr(1), std::ios::binary);
-    if (!in) throw Failure("--oom-message: " + terminal_safe(arg.substr(1)) + ": cannot open the file", kBadInput);
-    text.assign(65536, '\0');
-    in.read(text.data(), std::streamsize(text.size()));
-    text.resize(size_t(in.gcount()));
-  }
-  std::optional<analysis::OomMessage> m = analysis::parse_oom_message(text);
-  if (!m)
-    throw Failure(
-        "--oom-message: no \"Tried to allocate SIZE\" in the text: paste PyTorch's \"CUDA out of memory\" "
-        "message whole",
-        kBadInput);
-  return m;
-}
-
-std::optional<uint64_t> size_option(const std::string& text, const char* name) {
-  if (text.empty()) return std::nullopt;
-  auto v = parse_size(text);
-  if (!v || *v == 0) throw Failure(std::string(name) + ": not a size: '" + text + "'", kBadInput);
-  return v;
-}
-
-/// What a worker keeps of one file of many: the summary row, and its output (the JSON
-/// document, the JSON Lines line or the text report). The snapshot itself is gone when the
-/// worker is done, and the output once it is written.
-struct FileAnalysis {
-  std::string warnings;
-  std::optional<std::string> error;
-  analysis::FleetRow row;
-  report::FleetFile file;  // --format json
-  std::string output;      // --format jsonl: the line; text: the report
-};
-
-FileAnalysis analyze_file(const std::string& path, const AnalyzeArgs& args, const analysis::AnalyzeOptions& options,
-                          const report::TextStyle& style) {
-  FileAnalysis fa;
-  std::string shown = shown_path(path);
-  fa.error = file_error(path, [&] {
-    analyze_one(path, args.common, options,
-                [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
-                  fa.warnings = warnings;
-                  fa.row = analysis::fleet_row(result, shown);
-                  std::ostringstream out;
-                  switch (args.common.format) {
-                    case Format::Json: fa.file = report::fleet_file(src, result, shown); return;
-                    case Format::Jsonl: report::write_jsonl_file(out, src, result, shown); break;
-                    case Format::Text: report::write_analyze_text(out, src, result, style); break;
-                  }
-                  fa.output = std::move(out).str();
-                });
+void add_fits_options(CLI::App& cmd, app::FitsOptions& o) {
+  // Values are checked as soon as they are parsed, before the snapshot is loaded.
+  cmd.add_option("--fits", o.size,
+                 "Would a request of SIZE (e.g. 1.5GiB) be served from the cache, or need cudaMalloc?")
+      ->option_text("SIZE")
+      ->each([](const std::string& v) { app::fits_bytes(v); });
+  cmd.add_option("--stream", o.stream, "Stream of the --fits request: decimal or 0x hex (default 0)")
+      ->option_text("S")
+      ->each([](const std::string& v) { app::stream_value(v); });
+  cmd.parse_complete_callback([&o] {
+    if (!o.stream.empty() && o.size.empty()) throw Failure("--stream applies only with --fits SIZE", kBadInput);
   });
-  return fa;
-}
-
-/// `memsnap analyze A B ...`: the fleet summary, then the worst file's report (or all with --all).
-/// JSON and JSON Lines are written file by file as each one's turn comes: memory holds the rows,
-/// the files being worked on and, for text, the worst file's report.
-void analyze_many(const AnalyzeArgs& args, analysis::AnalyzeOptions options) {
-  options.threads = 1;  // the files are the parallel work: no device threads on top of -j workers
-  if (std::count(args.files.begin(), args.files.end(), std::string("-")) > 1)
-    throw Failure("- (stdin) can be given once", kBadInput);
-  const Format format = args.common.format;
-  report::TextStyle style = text_style(args.common);
-  std::vector<FileAnalysis> results(args.files.size());
-  report::Fleet fleet;
-  std::vector<size_t> kept;     // argument indices of the reports kept for printing
-  std::optional<size_t> worst;  // an OOM first, then the highest peak; the first such in argument order
-  analysis::FleetRow worst_row;
-  if (format == Format::Json) report::write_fleet_json_begin(std::cout);
-  if (format == Format::Jsonl) {
-    std::vector<std::string> inputs;
-    for (const auto& f : args.files) inputs.push_back(shown_path(f));
-    report::write_jsonl_header(std::cout, "analyze", inputs);
-  }
-  bool any_file = false;
-  app::run_ordered(
-      args.files.size(), app::effective_jobs(args.jobs),
-      [&](size_t i) { results[i] = analyze_file(args.files[i], args, options, style); },
-      [&](size_t i) {
-        FileAnalysis fa = std::move(results[i]);
-        results[i] = {};
-        std::cerr << fa.warnings;
-        if (fa.error) {
-          std::cerr << "memsnap: " << terminal_safe(*fa.error) << '\n';
-          fleet.errors.push_back({shown_path(args.files[i]), *fa.error});
-          if (format == Format::Jsonl) report::write_jsonl_error(std::cout, shown_path(args.files[i]), *fa.error);
-          return;
-        }
-        fleet.rows.push_back(fa.row);
-        if (format == Format::Json) {
-          report::write_fleet_json_file(std::cout, fa.file, !any_file);
-          any_file = true;
-          return;
-        }
-        if (format == Format::Jsonl) {
-          std::cout << fa.output << std::flush;
-          return;
-        }
-        // Text: without --all only the worst file's report is printed; keep that one alone.
-        if (args.all) {
-          results[i].output = std::move(fa.output);
-          kept.push_back(i);
-        } else if (!worst || analysis::worse(fa.row, worst_row)) {
-          if (worst) results[*worst].output.clear();
-          worst = i, worst_row = fa.row;
-          results[i].output = std::move(fa.output);
-        }
-      });
-  report::finish_fleet(fleet, /*sort_files=*/false);
-  if (format == Format::Json) {
-    report::write_fleet_json_end(std::cout, fleet, any_file);
-  } else if (format == Format::Jsonl) {
-    report::write_jsonl_fleet(std::cout, fleet);
-  } else {
-    report::write_fleet_text(std::cout, fleet, style);
-    if (worst) kept = {*worst};
-    for (size_t i : kept) {
-      std::cout << '\n';
-      if (!args.all) std::cout << "the worst file (an OOM first, then the highest peak); --all prints every file\n\n";
-      std::cout << results[i].output;
-    }
-  }
-  std::cout.flush();
-  if (!fleet.errors.empty())
-    throw Failure(
-        std::to_string(fleet.errors.size()) + " of " + std::to_string(args.files.size()) + " files could not be read",
-        kBadInput);
 }
 
 }  // namespace
 
 void add_analyze(CLI::App& app) {
-  auto args = std::make_shared<AnalyzeArgs>();
+  auto args = std::make_shared<app::AnalyzeRequest>();
   CLI::App* cmd = app.add_subcommand("analyze", "Where the GPU memory went: totals, free memory, peak, leaks, OOMs");
   add_files_option(*cmd, args->files);
   add_common_options(*cmd, args->common, true, true);
@@ -195,26 +52,7 @@ void add_analyze(CLI::App& app) {
                   "capacity and free memory show memory outside the snapshot")
       ->option_text("TEXT");
   add_fits_options(*cmd, args->fits);
-  cmd->callback([args] {
-    io::OutputFile output = app::open_output("-", args->files);  // never onto an input (`>> X`)
-    analysis::AnalyzeOptions options;
-    apply(args->state, options);
-    options.iterations.marker = args->iteration_marker;
-    options.oom.capacity = size_option(args->capacity, "--capacity");
-    options.oom.assumed_request = size_option(args->oom_size, "--oom-size");
-    options.oom.message = oom_message_option(args->oom_message);
-    options.fits = parse_fits(args->fits);
-    if (args->files.size() > 1 || args->common.format == Format::Jsonl) return analyze_many(*args, options);
-
-    analyze_one(args->files[0], args->common, options,
-                [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
-                  std::cerr << warnings;
-                  if (args->common.format == Format::Json)
-                    report::write_analyze_json(std::cout, src, result);
-                  else
-                    report::write_analyze_text(std::cout, src, result, text_style(args->common));
-                });
-  });
+  cmd->callback([args] { app::run_analyze(*args, text_style(args->common)); });
 }
 
 }  // namespace memsnap::cli

@@ -1,12 +1,10 @@
-// `analyze --fits SIZE [--stream S]`: parsed and checked before the snapshot is loaded.
-#include "fits_option.hpp"
-
+// `analyze --fits SIZE [--stream S]`: the values parsed and checked.
 #include <charconv>
 
-#include "common.hpp"
+#include "memsnap/app/analyze.hpp"
 #include "memsnap/util/units.hpp"
 
-namespace memsnap::cli {
+namespace memsnap::app {
 
 std::optional<uint64_t> parse_stream(const std::string& text) {
   std::string_view t = text;
@@ -21,8 +19,6 @@ std::optional<uint64_t> parse_stream(const std::string& text) {
   return v;
 }
 
-namespace {
-
 uint64_t fits_bytes(const std::string& text) {
   auto v = parse_size(text);
   if (!v || *v == 0) throw Failure("--fits: not a size: '" + text + "' (e.g. 1.5GiB, 512MiB, 4096)", kBadInput);
@@ -35,25 +31,9 @@ uint64_t stream_value(const std::string& text) {
   return *v;
 }
 
-}  // namespace
-
-void add_fits_options(CLI::App& cmd, FitsOptions& o) {
-  // Values are checked as soon as they are parsed, before the snapshot is loaded.
-  cmd.add_option("--fits", o.size,
-                 "Would a request of SIZE (e.g. 1.5GiB) be served from the cache, or need cudaMalloc?")
-      ->option_text("SIZE")
-      ->each([](const std::string& v) { fits_bytes(v); });
-  cmd.add_option("--stream", o.stream, "Stream of the --fits request: decimal or 0x hex (default 0)")
-      ->option_text("S")
-      ->each([](const std::string& v) { stream_value(v); });
-  cmd.parse_complete_callback([&o] {
-    if (!o.stream.empty() && o.size.empty()) throw Failure("--stream applies only with --fits SIZE", kBadInput);
-  });
-}
-
 std::optional<analysis::FitsQuery> parse_fits(const FitsOptions& o) {
   if (o.size.empty()) return std::nullopt;
   return analysis::FitsQuery{fits_bytes(o.size), o.stream.empty() ? 0 : stream_value(o.stream)};
 }
 
-}  // namespace memsnap::cli
+}  // namespace memsnap::app
