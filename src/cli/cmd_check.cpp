@@ -1,100 +1,15 @@
-// `memsnap check FILE... --max-peak 40GiB ...`: limits on snapshots for CI, with exit status,
-// JSON and JUnit XML. Files are checked in parallel (-j), reported in argument order.
-#include <algorithm>
-#include <iostream>
-#include <map>
+// `memsnap check FILE... --max-peak 40GiB ...`: its options; app::run_check does the work.
 #include <memory>
-#include <optional>
-#include <span>
 
 #include "common.hpp"
-#include "memsnap/report/check.hpp"
-#include "memsnap/util/terminal.hpp"
-#include "memsnap/util/units.hpp"
-#include "memsnap/app/output.hpp"
-#include "memsnap/app/parallel.hpp"
+#include "memsnap/app/check.hpp"
 
 namespace memsnap::cli {
 
 namespace {
 
-struct CheckArgs {
-  std::vector<std::string> files;
-  CommonOptions common;
-  unsigned jobs = 0;
-  std::string junit;
-  std::string config;
-  std::map<std::string, std::string> sizes;  // option name -> text, "" when not given
-  std::string max_fragmentation;
-  bool no_leaks = false, no_oom = false;
-};
-
-uint64_t size_value(const std::string& text, const std::string& where) {
-  auto v = parse_size(text);
-  if (!v) throw Failure(where + ": not a size: '" + text + "'", kBadInput);
-  return *v;
-}
-
-double fraction_value(const std::string& text, const std::string& where) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !(v >= 0 && v <= 1))
-    throw Failure(where + ": not a fraction from 0 to 1: '" + text + "'", kBadInput);
-  return v;
-}
-
-/// The limits in force: the command line over --config.
-analysis::Limits limits_of(const CheckArgs& a, const CLI::App& cmd) {
-  analysis::Limits l;
-  if (!a.config.empty()) {
-    std::string shown = terminal_safe(a.config);
-    std::string text = read_json_input(a.config, kConfigMaxBytes);
-    try {
-      report::read_check_config(text, l);
-    } catch (const report::CheckConfigError& e) {
-      throw Failure(shown + ": " + e.what(), kBadInput);
-    }
-  }
-  for (analysis::CheckKind k : analysis::kSizeChecks) {
-    const std::string& text = a.sizes.at(analysis::to_string(k));
-    if (!text.empty()) l.size(k) = size_value(text, std::string("--") + analysis::to_string(k));
-  }
-  if (!a.max_fragmentation.empty()) l.max_fragmentation = fraction_value(a.max_fragmentation, "--max-fragmentation");
-  if (cmd.count("--no-leaks")) l.no_leaks = true;
-  if (cmd.count("--no-oom")) l.no_oom = true;
-  return l;
-}
-
-struct FileChecks {
-  std::vector<analysis::CheckLine> lines;
-  std::string warnings;
-};
-
-FileChecks check_file(const std::string& path, const CommonOptions& common, const analysis::Limits& limits,
-                      unsigned threads) {
-  FileChecks fc;
-  std::string shown = shown_path(path);
-  auto error = file_error(path, [&] {
-    analysis::AnalyzeOptions options;
-    options.threads = threads;
-    analyze_one(path, common, options,
-                [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
-                  fc.warnings = warnings;
-                  fc.lines = analysis::evaluate_limits(result, src.context.snap.settings, limits, shown);
-                });
-  });
-  if (error) {
-    analysis::CheckLine l;
-    l.file = shown;
-    l.status = analysis::CheckStatus::Error;
-    l.message = *error;
-    fc.lines = {std::move(l)};
-  }
-  return fc;
-}
-
 // The limits: the size options, --max-fragmentation, the two flags, --config and --junit.
-void add_limit_options(CLI::App& cmd, CheckArgs& args) {
+void add_limit_options(CLI::App& cmd, app::CheckRequest& args) {
   auto size_opt = [&](const char* name, const char* what) {
     args.sizes[name] = "";
     cmd.add_option(std::string("--") + name, args.sizes[name], what)->option_text("SIZE");
@@ -121,67 +36,10 @@ void add_limit_options(CLI::App& cmd, CheckArgs& args) {
   cmd.add_option("--junit", args.junit, "Also write the results as JUnit XML to FILE")->option_text("FILE");
 }
 
-// The command: every file checked (-j), lines written in argument order, the exit status.
-void run_check(CheckArgs& args, CLI::App& cmd) {
-  std::vector<std::string> inputs = args.files;  // what no output may be written onto
-  if (!args.config.empty()) inputs.push_back(args.config);
-  io::OutputFile output = app::open_output("-", inputs);
-  analysis::Limits limits = limits_of(args, cmd);
-  if (!limits.any())
-    throw Failure(
-        "check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
-        "--max-stranded, --no-leaks, --no-oom or --config)",
-        kBadInput);
-  size_t stdin_count = std::count(args.files.begin(), args.files.end(), std::string("-"));
-  if (stdin_count > 1) throw Failure("- (stdin) can be given once", kBadInput);
-  std::optional<io::OutputFile> junit;
-  if (!args.junit.empty()) {
-    if (args.junit == "-") throw Failure("--junit: a file, not standard output", kBadInput);
-    try {  // as app::open_output does: refused or unwritable before the work
-      junit.emplace(args.junit, std::span<const std::string>(inputs));
-    } catch (const io::OutputError& e) {
-      throw Failure(e.what(), kBadInput);
-    }
-  }
-  std::vector<FileChecks> results(args.files.size());
-  std::vector<analysis::CheckLine> all;  // every line, but for JSON Lines without --junit: none kept
-  analysis::CheckTotals t;
-  const bool jsonl = args.common.format == Format::Jsonl;
-  report::TextStyle style = text_style(args.common);
-  app::run_ordered(
-      args.files.size(), app::effective_jobs(args.jobs),
-      [&](size_t i) { results[i] = check_file(args.files[i], args.common, limits, args.files.size() > 1 ? 1 : 0); },
-      [&](size_t i) {
-        FileChecks fc = std::move(results[i]);
-        results[i] = {};
-        std::cerr << fc.warnings;
-        analysis::CheckTotals ft = analysis::check_totals(fc.lines);
-        t.checks += ft.checks, t.passed += ft.passed, t.failed += ft.failed, t.errors += ft.errors;
-        t.skipped += ft.skipped;
-        for (const auto& l : fc.lines)
-          if (l.status == analysis::CheckStatus::Error) std::cerr << "memsnap: " << terminal_safe(l.message) << '\n';
-        if (jsonl) report::write_check_jsonl_file(std::cout, fc.lines);
-        if (jsonl && !junit) return;
-        for (auto& l : fc.lines) all.push_back(std::move(l));
-      });
-  if (jsonl)
-    report::write_check_jsonl_summary(std::cout, t);
-  else if (args.common.format == Format::Json)
-    report::write_check_json(std::cout, all, limits);
-  else
-    report::write_check_text(std::cout, all, style);
-  if (junit) app::write_output(*junit, [&](std::ostream& out) { report::write_check_junit(out, all); });
-  std::cout.flush();
-  if (t.errors)
-    throw Failure(std::to_string(t.errors) + (t.errors == 1 ? " file" : " files") + " could not be read", kBadInput);
-  if (t.failed)
-    throw Failure(std::to_string(t.failed) + " of " + std::to_string(t.checks) + " checks failed", kCheckFailed);
-}
-
 }  // namespace
 
 void add_check(CLI::App& app) {
-  auto args = std::make_shared<CheckArgs>();
+  auto args = std::make_shared<app::CheckRequest>();
   CLI::App* cmd =
       app.add_subcommand("check", "Limits for CI: PASS/FAIL/SKIP per check, file and device; exit 1 on a failure");
   add_files_option(*cmd, args->files);
@@ -192,7 +50,12 @@ void add_check(CLI::App& app) {
       "Exit status: 0 every check passed; 1 a check failed; 2 a usage error, or a file\n"
       "could not be read (the others are still checked and reported; an unreadable file\n"
       "outranks a failed check).");
-  cmd->callback([args, cmd] { run_check(*args, *cmd); });
+  cmd->callback([args, cmd] {
+    // A flag given counts, whatever value it was given.
+    args->no_leaks = cmd->count("--no-leaks") > 0;
+    args->no_oom = cmd->count("--no-oom") > 0;
+    app::run_check(*args, text_style(args->common));
+  });
 }
 
 }  // namespace memsnap::cli
