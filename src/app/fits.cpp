@@ -1,7 +1,7 @@
 // `analyze --fits SIZE [--stream S]`: the values parsed and checked.
 #include <charconv>
 
-#include "memsnap/app/analyze.hpp"
+#include "memsnap/app/analyze_command.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::app {

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/analyze.hpp"
+#include "memsnap/app/analyze_command.hpp"
 
 namespace memsnap::cli {
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/check.hpp"
+#include "memsnap/app/check_command.hpp"
 
 namespace memsnap::cli {
 

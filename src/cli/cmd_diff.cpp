@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/diff.hpp"
+#include "memsnap/app/diff_command.hpp"
 
 namespace memsnap::cli {
 

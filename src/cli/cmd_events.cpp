@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/events.hpp"
+#include "memsnap/app/events_command.hpp"
 
 namespace memsnap::cli {
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/export.hpp"
+#include "memsnap/app/export_command.hpp"
 
 namespace memsnap::cli {
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/merge.hpp"
+#include "memsnap/app/merge_command.hpp"
 
 namespace memsnap::cli {
 

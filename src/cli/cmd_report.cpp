@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/report.hpp"
+#include "memsnap/app/report_command.hpp"
 
 namespace memsnap::cli {
 

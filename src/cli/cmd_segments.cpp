@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/segments.hpp"
+#include "memsnap/app/segments_command.hpp"
 
 namespace memsnap::cli {
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/simulate.hpp"
+#include "memsnap/app/simulate_command.hpp"
 
 namespace memsnap::cli {
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "memsnap/app/timeline.hpp"
+#include "memsnap/app/timeline_command.hpp"
 
 namespace memsnap::cli {
 

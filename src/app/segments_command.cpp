@@ -1,6 +1,6 @@
 // `memsnap segments FILE...`: load -> analyze (state only) -> print the segment map.
 // Several files are read in parallel (-j) and printed in argument order.
-#include "memsnap/app/segments.hpp"
+#include "memsnap/app/segments_command.hpp"
 
 #include <algorithm>
 #include <iostream>

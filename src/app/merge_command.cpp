@@ -1,6 +1,6 @@
 // `memsnap merge A.json B.json ... | -`: the fleet summary of analyze JSON outputs (one file's,
 // many files', or earlier merges'), as text or as a JSON document merge itself reads back.
-#include "memsnap/app/merge.hpp"
+#include "memsnap/app/merge_command.hpp"
 
 #include <algorithm>
 #include <iostream>

@@ -1,6 +1,6 @@
 // `memsnap export FILE`: the snapshot back in PyTorch's schema, as JSON or a pickle, whole or
 // cut to a window; or its timeline as Chrome trace events.
-#include "memsnap/app/export.hpp"
+#include "memsnap/app/export_command.hpp"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // `memsnap simulate FILE`: the recorded requests under other allocator settings or another device size.
-#include "memsnap/app/simulate.hpp"
+#include "memsnap/app/simulate_command.hpp"
 
 #include <iostream>
 

@@ -1,12 +1,11 @@
 // `memsnap flame FILE` and `memsnap diff --flame`: live memory by full call stack, as folded
 // stacks or an SVG flame graph.
-#include "memsnap/report/flame.hpp"
-
 #include <iostream>
 
 #include "memsnap/analysis/stacks.hpp"
 #include "memsnap/app/output.hpp"
 #include "memsnap/app/stacks.hpp"
+#include "memsnap/report/flame.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::app {

@@ -1,5 +1,5 @@
 // `memsnap diff BEFORE AFTER`: what changed between two snapshots; --fail-if-growth for CI.
-#include "memsnap/app/diff.hpp"
+#include "memsnap/app/diff_command.hpp"
 
 #include <future>
 #include <iostream>

@@ -1,5 +1,5 @@
 // `memsnap events FILE`: trace events in order around an OOM, the peak or an index.
-#include "memsnap/app/events.hpp"
+#include "memsnap/app/events_command.hpp"
 
 #include <algorithm>
 #include <iostream>

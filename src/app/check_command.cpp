@@ -1,6 +1,6 @@
 // `memsnap check FILE...`: limits on snapshots for CI, with exit status, JSON and JUnit XML.
 // Files are checked in parallel (-j), reported in argument order.
-#include "memsnap/app/check.hpp"
+#include "memsnap/app/check_command.hpp"
 
 #include <algorithm>
 #include <iostream>

@@ -1,5 +1,5 @@
 // `memsnap report FILE [FILE2] -o report.html`: one self-contained offline HTML page.
-#include "memsnap/app/report.hpp"
+#include "memsnap/app/report_command.hpp"
 
 #include <future>
 #include <iostream>

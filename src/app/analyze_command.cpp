@@ -1,6 +1,6 @@
 // `memsnap analyze FILE...`: load -> analyze -> print; several files on -j workers with a
 // fleet summary.
-#include "memsnap/app/analyze.hpp"
+#include "memsnap/app/analyze_command.hpp"
 
 #include <algorithm>
 #include <fstream>

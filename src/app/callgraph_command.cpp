@@ -1,6 +1,5 @@
 // `memsnap callgraph FILE`: the call graph of live memory and its dominator tree (who retains what).
 #include "memsnap/analysis/callgraph.hpp"
-
 #include "memsnap/app/output.hpp"
 #include "memsnap/app/stacks.hpp"
 #include "memsnap/report/callgraph.hpp"

@@ -1,5 +1,5 @@
 // `memsnap timeline FILE -o OUT`: allocated, active and reserved bytes over time, as SVG or CSV.
-#include "memsnap/app/timeline.hpp"
+#include "memsnap/app/timeline_command.hpp"
 
 #include <iostream>
 #include <memory>
