@@ -1,25 +1,13 @@
-// Shared command plumbing: options, loading, warnings, terminal detection.
+// The shared options, the environment, and the terminal's width and colour.
 #include "common.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <iostream>
 #include <map>
-#include <memory>
-#include <mutex>
-#include <thread>
 
-#include "memsnap/app/output.hpp"
 #include "memsnap/app/stacks.hpp"
-#include "memsnap/util/error.hpp"
-#include "memsnap/util/memory_budget.hpp"
-#include "memsnap/util/terminal.hpp"
-#include "memsnap/util/units.hpp"
 
 namespace memsnap::cli {
 
@@ -108,7 +96,7 @@ report::TextStyle text_style(const CommonOptions& o) {
   return s;
 }
 
-void add_state_options(CLI::App& cmd, StateOptions& o) {
+void add_state_options(CLI::App& cmd, app::StateOptions& o) {
   cmd.add_option("--device", o.device, "Only this device (default: all)")->option_text("N");
   auto* at = cmd.add_option("--at", o.at, "The allocator state right after trace event INDEX (rebuilt by replay)")
                  ->option_text("INDEX");

@@ -1,41 +1,25 @@
-// What every memsnap command shares: output options, loading with file-named errors,
-// the state options, exit codes.
+// The options every memsnap command shares, declared once; the commands' work is in app.
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <functional>
-#include <optional>
 #include <string>
 
-#include "memsnap/analysis/analyze.hpp"
 #include "memsnap/app/failure.hpp"
 #include "memsnap/app/load.hpp"
 #include "memsnap/app/stacks.hpp"
 #include "memsnap/report/analyze.hpp"
-#include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::cli {
 
-// The exit statuses and the fatal error live with the commands' work (app/failure.hpp).
+// The exit statuses and the fatal error (app/failure.hpp), and what the options fill in
+// (app/load.hpp): the CLI's vocabulary from the layer that runs the commands.
+using app::CommonOptions;
 using app::Failure;
+using app::Format;
 using app::kBadInput;
-using app::kCheckFailed;
+using app::kDefaultMaxMemory;
 using app::kInternalError;
 using app::kOk;
-// What a command's options fill in and its work takes (app/load.hpp).
-using app::analyze_one;
-using app::code_rules;
-using app::CommonOptions;
-using app::file_error;
-using app::Format;
-using app::kConfigMaxBytes;
-using app::kDefaultMaxMemory;
-using app::load;
-using app::print_warnings;
-using app::read_json_input;
-using app::shown_path;
-using app::StateOptions;
-using app::warnings_text;
 
 /// Reads what the environment says about loading (MEMSNAP_SPLIT, MEMSNAP_FAST_DEBUG) into
 /// app::run_settings(): the CLI reads the environment, nothing below it does.
