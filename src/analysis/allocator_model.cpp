@@ -116,6 +116,10 @@ void AllocatorModel::adjust_segment_active(uint64_t seg_addr, int64_t delta) {
 // Two probes (the caller has found the block): its next neighbour, the new block (which may
 // move the others).
 void AllocatorModel::split(uint64_t addr, ModelBlock* b, uint64_t first_size, std::optional<ModelState> first_state) {
+  if (first_size == 0 || first_size >= b->size) {  // nothing to cut off (a hostile trace's sizes)
+    if (first_state) set_state(addr, *b, *first_state);
+    return;
+  }
   if (b->state == ModelState::Free) index_free(addr, *b, false);
   ModelBlock rest = *b;
   rest.tag = ModelBlock::kNoTag;
@@ -248,8 +252,8 @@ void AllocatorModel::map(uint64_t addr, uint64_t size, PoolKey pool) {
       b->segment = left->first;
       a = b->next;
     }
-    blocks_.find(last)->next = right->first;
-    blocks_.find(right->first)->prev = last;
+    if (ModelBlock* l = blocks_.find(last)) l->next = right->first;
+    if (ModelBlock* r = blocks_.find(right->first)) r->prev = last;
     t_.stranded -= segment_stranded(left->second) + segment_stranded(right->second);
     left->second.size += right->second.size;
     left->second.active += right->second.active;
@@ -276,6 +280,7 @@ void AllocatorModel::map(uint64_t addr, uint64_t size, PoolKey pool) {
 }
 
 bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
+  if (size == 0) return false;  // a segment_unmap without its size (found by memsnap_fuzz)
   uint64_t start = covering_start(addr);
   if (start == kNone) return false;
   ModelBlock b = *blocks_.find(start);
@@ -284,8 +289,9 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
   if (start < addr) split(start, blocks_.find(start), addr - start);
   if (ModelBlock* cut = blocks_.find(addr); size < cut->size) split(addr, cut, size);
   ModelBlock gone = *blocks_.find(addr);
-  index_free(addr, gone, false);
   auto seg = segments_.find(gone.segment);
+  if (seg == segments_.end()) return false;
+  index_free(addr, gone, false);
   ModelSegment range = seg->second;
   uint64_t range_start = seg->first;
   t_.stranded -= segment_stranded(range);
@@ -296,10 +302,11 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
   uint64_t left_size = addr - range_start, right_size = range_start + range.size - (addr + size);
   uint64_t left_active = 0;
   if (gone.prev != kNone) {
-    blocks_.find(gone.prev)->next = kNone;
+    if (ModelBlock* p = blocks_.find(gone.prev)) p->next = kNone;
     // Segments' live bytes are kept only when simulating (set_state).
     for (uint64_t a = simulate_ ? range_start : kNone; a != kNone;) {
       const ModelBlock* x = blocks_.find(a);
+      if (!x) break;
       if (x->state != ModelState::Free) left_active += x->size;
       a = x->next;
     }
@@ -308,9 +315,10 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
   }
   if (gone.next != kNone) {
     uint64_t right = addr + size;
-    blocks_.find(right)->prev = kNone;
+    if (ModelBlock* r = blocks_.find(right)) r->prev = kNone;
     for (uint64_t a = right; a != kNone;) {
       ModelBlock* x = blocks_.find(a);
+      if (!x) break;
       if (x->state == ModelState::Free) index_free(a, *x, false);
       x->segment = right;
       a = x->next;
@@ -319,6 +327,7 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
     t_.stranded += segment_stranded(segments_[right]);
     for (uint64_t a = right; a != kNone;) {
       ModelBlock* x = blocks_.find(a);
+      if (!x) break;
       if (x->state == ModelState::Free) index_free(a, *x, true);
       a = x->next;
     }
@@ -327,6 +336,7 @@ bool AllocatorModel::unmap(uint64_t addr, uint64_t size) {
 }
 
 bool AllocatorModel::place(uint64_t addr, uint64_t size, ModelState state) {
+  if (size == 0) return false;
   // Blocks come in address order: the next one is most often inside the free block after the
   // last (no walk from the segment's start each time).
   uint64_t start = kNone;

@@ -107,6 +107,26 @@ TEST_CASE("follow: expandable ranges join when mapped and split when unmapped") 
   check_invariants(m);
 }
 
+// memsnap_fuzz's finding: a trace's segment_unmap without its size reached unmap(addr, 0), whose
+// cut of zero bytes linked a block to itself and then dereferenced a block that was not there.
+TEST_CASE("follow: zero-byte unmaps and placements are refused, the layout unharmed") {
+  AllocatorModel m(ModelSettings{});
+  const uint64_t base = 0x100000000;
+  m.map(base, 20 * MiB, kLarge);
+  CHECK(m.alloc_at(base, MiB).size == MiB);
+  m.map(base + 40 * MiB, 20 * MiB, kLarge);
+  const auto before = m.layout();
+  CHECK_FALSE(m.unmap(base + 40 * MiB, 0));
+  CHECK_FALSE(m.unmap(base + 2 * MiB, 0));  // inside the free rest of the first range
+  CHECK_FALSE(m.place(base + 4 * MiB, 0, ModelState::Allocated));
+  CHECK(m.layout() == before);
+  CHECK(m.totals().reserved == 40 * MiB);
+  check_invariants(m);
+  CHECK(m.unmap(base + 40 * MiB, 20 * MiB));  // the whole range, as a trace with its size says
+  CHECK(m.totals().reserved == 20 * MiB);
+  check_invariants(m);
+}
+
 TEST_CASE("simulate: best fit, oversize rule, retry after a flush, and the OOM") {
   ModelSettings s;
   s.capacity = 60 * MiB;
