@@ -28,7 +28,7 @@ bool FastBuilder::try_event(uint32_t parent_rec, bool open) {
       ++r.q;
       break;
     }
-    Slot key;
+    Sym key;
     if (!event_key(r, key)) return false;
     skip_frame_ops(r.q);
     if (end_ - r.q < 16 || !event_value(r, key)) return false;
@@ -76,10 +76,12 @@ bool FastBuilder::event_slot(uint32_t h, Slot& out) const {
 }
 
 // A key: a memo GET (at the first kKeyOps places, recognised by its bytes as the key it
-// named last time), or a string written in place.
-bool FastBuilder::event_key(EventRead& r, Slot& key) {
+// named last time), or a string written in place. Only its symbol leaves: a whole Slot copied
+// out of atoms_ to the stack and read back a byte later measured a tenth of try_event (perf).
+bool FastBuilder::event_key(EventRead& r, Sym& sym) {
   uint8_t c = *r.q++;
   uint32_t h;
+  Slot key;
   if ((c == op::BINGET || c == op::LONG_BINGET) && r.nkeys < kKeyOps && !used_put_) {
     size_t len = c == op::BINGET ? 1 : 4;
     uint64_t bytes = pickle::Scanner::le<uint64_t>(r.q - 1);
@@ -111,6 +113,7 @@ bool FastBuilder::event_key(EventRead& r, Slot& key) {
   } else {
     return false;
   }
+  sym = key.sym;
   return key.tag == kStr;
 }
 
@@ -118,8 +121,8 @@ bool FastBuilder::event_key(EventRead& r, Slot& key) {
 // opcode an event's value comes in, because it is the innermost loop of a large load (a
 // training trace is mostly events) and split into calls its dispatch measured slower; each
 // case is a few lines but the frames list written in place, which has a function of its own.
-bool FastBuilder::event_value(EventRead& r, const Slot& key) {
-  int fld = field_of(R_event, key.sym);
+bool FastBuilder::event_value(EventRead& r, Sym key) {
+  int fld = field_of(R_event, key);
   // The integer fields in the opcodes they come in (BININT1, BININT2, BININT, LONG1 of up to
   // 8 bytes), converted at once: in the one switch below, the opcode's dispatch was a fifth
   // of try_event's samples (perf).
@@ -141,7 +144,13 @@ bool FastBuilder::event_value(EventRead& r, const Slot& key) {
       return true;
     }
   }
-  Slot v;
+  // The slot fields are decoded into their place: a Slot made on the side and copied in whole
+  // stalls on its 16-byte load of the smaller stores just made (as event_commit's push did).
+  Slot other;
+  Slot& v = fld == F_ev_action        ? r.action
+            : fld == F_ev_frames      ? r.frames
+            : fld == F_ev_device_free ? r.device_free
+                                      : other;
   uint32_t h;
   uint8_t c = *r.q++;
   switch (c) {
@@ -150,7 +159,7 @@ bool FastBuilder::event_value(EventRead& r, const Slot& key) {
       uint32_t idx;
       r.q += pickle::Scanner::memo_get(r.q - 1, idx) - 1;
       if (!event_lookup(r, idx, h) || !event_slot(h, v)) {
-        if (!tail_ || key.sym != "frames"_w) return false;
+        if (!tail_ || key != "frames"_w) return false;
         v = defer(idx, r.count);  // another event's traceback, memoized where this half cannot see
       }
       break;
@@ -188,7 +197,7 @@ bool FastBuilder::event_value(EventRead& r, const Slot& key) {
       break;
     }
     case op::EMPTY_LIST:  // a frames list written in place
-      if (key.sym != "frames"_w || !event_frames(r, v)) return false;
+      if (key != "frames"_w || !event_frames(r, v)) return false;
       break;
     default: return false;
   }
@@ -196,13 +205,11 @@ bool FastBuilder::event_value(EventRead& r, const Slot& key) {
   if (r.seen & (1u << fld)) return false;
   r.seen |= 1u << fld;
   switch (fld) {
-    case F_ev_action: r.action = v; break;
     case F_ev_addr: r.ev.addr = bits_of(v); break;
     case F_ev_size: r.ev.size = size_of(v); break;
     case F_ev_stream: r.ev.stream = bits_of(v); break;
     case F_ev_time: r.ev.time_us = int_of(v); break;
-    case F_ev_frames: r.frames = v; break;
-    default: r.device_free = v; break;  // F_ev_device_free
+    default: break;  // action, frames, device_free: decoded in place
   }
   return true;
 }

@@ -367,8 +367,8 @@ class FastBuilder {
   [[gnu::always_inline]] inline bool event_memoize(EventRead& r, uint32_t handle);
   uint32_t event_atom(const Slot& s);
   [[gnu::always_inline]] inline bool event_slot(uint32_t h, Slot& out) const;
-  [[gnu::always_inline]] inline bool event_key(EventRead& r, Slot& key);
-  [[gnu::always_inline]] inline bool event_value(EventRead& r, const Slot& key);
+  [[gnu::always_inline]] inline bool event_key(EventRead& r, Sym& key);
+  [[gnu::always_inline]] inline bool event_value(EventRead& r, Sym key);
   [[gnu::always_inline]] inline bool event_frames(EventRead& r, Slot& v);
   [[gnu::always_inline]] inline void event_commit(const EventRead& r, uint32_t parent_rec, bool open);
   void more_events(uint32_t parent_rec);
