@@ -87,7 +87,40 @@ constexpr std::string_view kLibraryDirs[] = {"/lightning/", "/pytorch_lightning/
                                              "/timm/",      "/transformers/",       "/accelerate/",       "/deepspeed/",
                                              "/omegaconf/", "/lightning_utilities/"};
 
+std::string unix_path(std::string_view file) {
+  std::string p(file);
+  std::replace(p.begin(), p.end(), '\\', '/');
+  return p;
+}
+
+// Inductor's output module: "c" and its hash's base32 letters, in the directory named by the
+// hash's first two ("p6/cp6jhjzn…py"), under the cache directory (torchinductor_<user> unless
+// TORCHINDUCTOR_CACHE_DIR names another).
+bool inductor_module(std::string_view file) {
+  if (!ends_with(file, ".py")) return false;
+  if (contains(file, "/torchinductor_") || file.substr(0, 14) == "torchinductor_") return true;
+  std::string_view stem = basename(file);
+  stem.remove_suffix(3);
+  const size_t at = file.size() - 3 - stem.size();  // where the stem starts
+  if (stem.size() < 40 || stem[0] != 'c' || at < 3 || file[at - 1] != '/') return false;
+  for (char c : stem)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  return file.substr(at - 3, 2) == stem.substr(1, 2) && (at == 3 || file[at - 4] == '/');
+}
+
+}  // namespace
+
+GeneratedCode generated_code(std::string_view file) {
+  if (file.substr(0, 15) == "<eval_with_key>") return GeneratedCode::Fx;
+  if (file.find('\\') != std::string_view::npos ? inductor_module(unix_path(file)) : inductor_module(file))
+    return GeneratedCode::Inductor;
+  return GeneratedCode::None;
+}
+
+namespace {
+
 FrameKind default_kind(std::string_view file) {
+  if (generated_code(file) != GeneratedCode::None) return FrameKind::Torch;
   bool python = ends_with(file, ".py") || (file.size() > 1 && file.front() == '<' && file.back() == '>');
   if (!python) return FrameKind::Native;
   if (file.substr(0, 7) == "<frozen") return FrameKind::PythonRuntime;
@@ -98,12 +131,6 @@ FrameKind default_kind(std::string_view file) {
   for (auto dir : kLibraryDirs)
     if (contains(file, dir) || file.substr(0, dir.size() - 1) == dir.substr(1)) return FrameKind::Library;
   return FrameKind::User;
-}
-
-std::string unix_path(std::string_view file) {
-  std::string p(file);
-  std::replace(p.begin(), p.end(), '\\', '/');
-  return p;
 }
 
 bool any_match(const std::vector<std::string>& globs, std::string_view path) {
@@ -156,7 +183,14 @@ static bool dispatch_native_name(std::string_view name) {
   return false;
 }
 
-std::string library_call_name(std::string_view file, std::string_view name) {
+namespace {
+
+// What library_call_name says of generated code: no module of it is one a user could look up.
+constexpr std::string_view kInductorCall = "compiled graph (torch.compile)";
+constexpr std::string_view kFxCall = "fx graph (torch.fx)";
+
+// library_call_name's module: ".../site-packages/torch/nn/modules/linear.py" -> "torch.nn.modules.linear".
+std::string library_module(std::string_view file) {
   std::string p = unix_path(file);
   std::string_view path = p;
   size_t start = std::string_view::npos;
@@ -173,6 +207,18 @@ std::string library_call_name(std::string_view file, std::string_view name) {
   if (ends_with(module, "/__init__")) module.remove_suffix(9);
   std::string out(module);
   std::replace(out.begin(), out.end(), '/', '.');
+  return out;
+}
+
+}  // namespace
+
+std::string library_call_name(std::string_view file, std::string_view name) {
+  switch (generated_code(file)) {
+    case GeneratedCode::Inductor: return std::string(kInductorCall);
+    case GeneratedCode::Fx: return std::string(kFxCall);
+    case GeneratedCode::None: break;
+  }
+  std::string out = library_module(file);
   if (!out.empty()) out += '.';
   out += name;
   return out;
@@ -255,6 +301,7 @@ FrameClassifier::FrameClassifier(const snapshot::Snapshot& snap, const CodeRules
       std::string_view file = snap.strings[f.filename];
       FileFacts& ff = files_.emplace_back();
       ff.default_kind = classify_frame(file);
+      ff.generated = generated_code(file) != GeneratedCode::None;
       ff.kind = rules.classify(file);
       ff.noise = noise_file(file);
       ff.py = ends_with(file, ".py");
@@ -332,25 +379,33 @@ std::string Sites::stack_context(snapshot::StackId stack) const {
   return compute_context(stack, site_frame_[stack.v]);
 }
 
-// The library call under the site frame: the innermost torch or library Python frame
-// inside it that is not dispatch machinery; else, for memory a C++ frame allocated,
-// a parameter's gradient, the autograd node or the ATen operator.
+// The library call under the site frame: code torch.compile or torch.fx generated, if the
+// memory went through some (the call a user made; the runtime's frames inside it are its
+// machinery), else the innermost torch or library Python frame inside the site that is not
+// dispatch machinery; else, for memory a C++ frame allocated, a parameter's gradient, the
+// autograd node or the ATen operator.
 std::string Sites::compute_context(snapshot::StackId stack, uint32_t site_frame) const {
   const auto& frames = snap_.stacks[stack];
   std::string_view node, op;
   bool grad = false;
+  const snapshot::FrameId* library = nullptr;
   for (const auto& f : frames) {
     if (f.v == site_frame) break;
     const FrameInfo& fi = frames_[f.v];
     if (fi.noise) continue;
     if ((fi.kind == FrameKind::Torch || fi.kind == FrameKind::Library) && !fi.dispatch) {
-      const snapshot::Frame& fr = snap_.frames[f];
-      return capped(library_call_name(snap_.strings[fr.filename], snap_.strings[fr.name]));
+      if (!library || fi.generated) library = &f;
+      if (fi.generated) break;
+      continue;
     }
-    if (fi.kind != FrameKind::Native) continue;
+    if (library || fi.kind != FrameKind::Native) continue;
     grad = grad || fi.accumulate_grad;
     if (node.empty()) node = fi.node;
     if (op.empty()) op = fi.op;
+  }
+  if (library) {
+    const snapshot::Frame& fr = snap_.frames[*library];
+    return capped(library_call_name(snap_.strings[fr.filename], snap_.strings[fr.name]));
   }
   if (grad) return kGradients;
   if (!node.empty()) return "backward: " + std::string(node);
@@ -381,6 +436,7 @@ Sites::FrameInfo Sites::describe_frame(snapshot::FrameId f) const {
   i.module_call = c.module_call(f);
   i.forward = c.forward(f);
   i.dispatch = c.dispatch(f);
+  i.generated = c.generated(f);
   if (i.kind == FrameKind::Native) {
     i.accumulate_grad = c.accumulate_grad(f);
     i.node = c.node(f);

@@ -14,6 +14,7 @@ Exits 77 (ctest SKIP) when REALDATA is absent.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -24,8 +25,23 @@ NOISE_FILES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Module
                "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h")
 
 
+def generated(path):
+    """Code torch.compile (inductor's cache: torchinductor_<user>/, or <2 letters>/c<hash>.py
+    under any directory) or torch.fx (<eval_with_key>.N) wrote at run time."""
+    p = path.replace("\\", "/")
+    if p.startswith("<eval_with_key>"):
+        return True
+    if not p.endswith(".py"):
+        return False
+    if "/torchinductor_" in p or p.startswith("torchinductor_"):
+        return True
+    return re.search(r"(^|/)([a-z0-9]{2})/c\2[a-z0-9]{37,}\.py$", p) is not None
+
+
 def kind(path):
     """The frame kind, from the recorded file name alone (docs/analyze.md, "Sites")."""
+    if generated(path):
+        return "torch"
     p = path.replace("\\", "/")
     python = p.endswith(".py") or (len(p) > 1 and p[0] == "<" and p[-1] == ">")
     if not python:
@@ -96,6 +112,44 @@ def peak_tables(text):
     return ["\n".join(t) for t in tables]
 
 
+# A forward pass under torch.compile: its stacks run inductor's generated modules
+# (/tmp/torchinductor_c-kaitwang/p6/cp6jhjzn….py) called from the user's transformer.py.
+COMPILED = "kkaitlyn111__cs336-a2-systems__memory_2.7b_forward.pickle"
+GENERATED_CONTEXT = {"inductor": "compiled graph (torch.compile)", "fx": "fx graph (torch.fx)"}
+
+
+def compiled_checks(name, top, doc, fail):
+    """No site names a generated module; a site whose stack runs one inside it is the user's
+    frame, "via" the compiled graph; the user's forward is such a site. Returns the sites checked."""
+    gen, kinds = {}, {}  # frame text -> "inductor" / "fx"; frame text -> its kind
+    for f in frames_of(top):
+        kinds.setdefault(frame_text(f), kind(f.get("filename", "")))
+        if generated(f.get("filename", "")):
+            gen[frame_text(f)] = "fx" if f["filename"].startswith("<eval_with_key>") else "inductor"
+    if not gen:
+        fail("%s: no generated frame in the snapshot" % name)
+        return 0
+    checked, forwards = 0, set()
+    for obj in walk(doc):
+        site, stack = obj.get("site"), obj.get("stack")
+        if not isinstance(site, str):
+            continue
+        checked += 1
+        if site in gen or "torchinductor" in site or site.split(":")[0] in {t.split(":")[0] for t in gen}:
+            fail("%s: site %r is a generated module" % (name, site))
+        if not isinstance(stack, list) or site not in stack:
+            continue
+        inner = [gen[t] for t in stack[:stack.index(site)] if t in gen]
+        if inner and "library_context" in obj and obj["library_context"] != GENERATED_CONTEXT[inner[-1]]:
+            fail("%s: site %r runs a generated module but is via %r" % (name, site, obj["library_context"]))
+        if inner and kinds.get(site) == "user" and site.endswith(":forward"):
+            forwards.add(site)
+    if not any(s.startswith("transformer.py:") for s in forwards):
+        fail("%s: no site is the user's transformer.py forward that ran the compiled graph (%r)" %
+             (name, sorted(forwards)))
+    return checked
+
+
 def run(cmd):
     env = dict(os.environ, COLUMNS="80", NO_COLOR="1", LC_ALL="C.UTF-8")
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -112,7 +166,7 @@ def main():
 
     files = sorted(os.path.join(realdata, f) for f in os.listdir(realdata)
                    if f.endswith((".pickle", ".pkl", ".json")))
-    errors = checked_sites = checked_frames = checked_lines = checked_vias = 0
+    errors = checked_sites = checked_frames = checked_lines = checked_vias = checked_compiled = 0
 
     def fail(msg):
         nonlocal errors
@@ -145,6 +199,9 @@ def main():
                          (name, site, [s for s in stack if s in user_only][0]))
                 elif obj.get("user_site") != site:
                     fail("%s: site %r: user_site is %r" % (name, site, obj.get("user_site")))
+
+        if name == COMPILED:
+            checked_compiled += compiled_checks(name, top, json.loads(out), fail)
 
         # the text's peak table names each site's library call ("via ...") as the JSON does
         rc, text, err = run([memsnap, "analyze", path])
@@ -190,8 +247,9 @@ def main():
                 if width(line) > 80:
                     fail("%s: line %d is %d columns: %s" % (shown, n, width(line), line))
                     break
-    print("%d files, %d sites, %d peak sites' library calls, %d call graph frames, %d lines checked; %d failures" %
-          (len(files), checked_sites, checked_vias, checked_frames, checked_lines, errors))
+    print("%d files, %d sites, %d peak sites' library calls, %d call graph frames, %d lines, %d sites of a compiled "
+          "model checked; %d failures" % (len(files), checked_sites, checked_vias, checked_frames, checked_lines,
+                                          checked_compiled, errors))
     print("%d passed, %d failed" % (len(files) if not errors else 0, 1 if errors else 0))
     return 1 if errors else 0
 

@@ -193,3 +193,50 @@ TEST_CASE("the frame classifier answers as the per-frame rules on every fixture 
   CHECK(dispatch > 0);
   CHECK(user > 0);
 }
+
+TEST_CASE("code torch.compile and torch.fx generate is torch's: the site is the user's frame that ran it") {
+  constexpr const char* kInductor = "/tmp/torchinductor_u/p6/cp6jhjzn335lo2yptjts5dpdcdk4hshtke2lv7btq23fgwnwn4mq.py";
+  CHECK(analysis::generated_code(kInductor) == analysis::GeneratedCode::Inductor);
+  CHECK(analysis::classify_frame(kInductor) == FrameKind::Torch);
+  // Any cache directory (TORCHINDUCTOR_CACHE_DIR): the module's directory is its hash's first two letters.
+  CHECK(analysis::classify_frame("/cache/ab/cabxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.py") ==
+        FrameKind::Torch);
+  CHECK(analysis::classify_frame("/cache/zz/cabxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.py") ==
+        FrameKind::User);
+  CHECK(analysis::classify_frame("/w/cabxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.py") ==
+        FrameKind::User);
+  CHECK(analysis::classify_frame("C:\\Temp\\torchinductor_u\\p6\\cp6x.py") == FrameKind::Torch);
+  CHECK(analysis::classify_frame("<eval_with_key>.12") == FrameKind::Torch);
+  CHECK(analysis::generated_code("<eval_with_key>.12") == analysis::GeneratedCode::Fx);
+  CHECK(analysis::generated_code("/work/torchinductor.py") == analysis::GeneratedCode::None);
+  CHECK(analysis::library_call_name(kInductor, "call") == "compiled graph (torch.compile)");
+  CHECK(analysis::library_call_name("<eval_with_key>.3", "forward") == "fx graph (torch.fx)");
+
+  snapshot::Snapshot s;
+  auto fr = [&](const char* file, const char* name, int64_t line) {
+    return s.frames.intern({s.strings.intern(file), s.strings.intern(name), line});
+  };
+  const char* runtime = "/x/site-packages/torch/_inductor/runtime/triton_heuristics.py";
+  const char* wrappers = "/x/site-packages/torch/_functorch/_aot_autograd/runtime_wrappers.py";
+  // transformer.py runs the compiled graph, whose runtime allocates (as on a real 2.7b forward).
+  std::vector<snapshot::FrameId> compiled = {fr(runtime, "prepare_arg", 867), fr(kInductor, "call", 10014),
+                                             fr(wrappers, "inner_fn", 672), fr("/w/transformer.py", "forward", 22),
+                                             fr("/w/benchmark.py", "main", 428)};
+  std::vector<snapshot::FrameId> fx = {fr("??", "at::_ops::mm::call(at::Tensor const&, at::Tensor const&)", 0),
+                                       fr("<eval_with_key>.3", "forward", 7), fr("/w/train.py", "step", 30)};
+  auto c = s.stacks.intern(compiled), g = s.stacks.intern(fx);
+  analysis::Sites sites(s);
+  CHECK(sites.site(c) == "transformer.py:22:forward");
+  CHECK(sites.is_user(sites.site_of(c)));
+  CHECK(sites.context(sites.site_of(c)) == "compiled graph (torch.compile)");
+  CHECK(sites.site(g) == "train.py:30:step");
+  CHECK(sites.context(sites.site_of(g)) == "fx graph (torch.fx)");
+  // --user-code makes the generated module the user's: the site moves into it.
+  analysis::CodeRules rules;
+  rules.user_code = {"*/torchinductor_*/*", "<eval_with_key>*"};
+  analysis::Sites mine(s, rules);
+  CHECK(mine.site(c) == "cp6jhjzn335lo2yptjts5dpdcdk4hshtke2lv7btq23fgwnwn4mq.py:10014:call");
+  CHECK(mine.context(mine.site_of(c)) == "torch._inductor.runtime.triton_heuristics.prepare_arg");
+  CHECK(mine.site(g) == "<eval_with_key>.3:7:forward");
+  CHECK(mine.context(mine.site_of(g)) == "aten::mm");
+}

@@ -3,14 +3,18 @@
 // A site is "file.py:LINE:function" of the innermost frame that is the user's
 // code (a Python frame outside torch/, outside installed packages -- site-packages,
 // dist-packages, and Lightning, Hydra, timm, transformers, accelerate, DeepSpeed
-// wherever they live -- and outside the Python runtime; CodeRules' globs override),
+// wherever they live --, outside the Python runtime, and outside the code torch.compile and
+// torch.fx generate -- inductor's modules in its cache directory, "/tmp/torchinductor_<user>/
+// p6/cp6jhjzn….py" (or "<2 chars>/c<hash>.py" under any cache directory), and fx's
+// "<eval_with_key>.N", which count as torch's --; CodeRules' globs override all of these),
 // falling back to the innermost Python frame, and for stacks captured in C++ alone
 // (the autograd engine's threads run backward without Python frames) to
 // "parameter gradients (backward)" for AccumulateGrad's allocations, else the
 // autograd node being run ("backward: MmBackward0"), else the ATen operator
 // ("aten::mm"), else the innermost frame outside the caching allocator, all after
 // the viewer's noise filter (SNAPSHOT_FORMAT.md §5). Each site also keeps the
-// library call its memory went through ("via torch.nn.modules.linear.forward"):
+// library call its memory went through ("via torch.nn.modules.linear.forward"; for
+// generated code "via compiled graph (torch.compile)" or "via fx graph (torch.fx)"):
 // its context. A stack is the list of frame
 // strings, innermost first, after the noise filter. Every analysis and report
 // names sites through this table; it is built once per snapshot and read-only.
@@ -45,6 +49,12 @@ struct CodeRules {
   bool empty() const { return user_code.empty() && library.empty(); }
 };
 
+/// Code PyTorch wrote at run time: an inductor output module (torch.compile) or an fx
+/// GraphModule's forward ("<eval_with_key>.N"). Its frames are torch's, and a context names
+/// the graph, not the generated module.
+enum class GeneratedCode : uint8_t { None, Inductor, Fx };
+GeneratedCode generated_code(std::string_view filename);
+
 /// Classifies one frame by its file name, with the default rules.
 FrameKind classify_frame(std::string_view filename);
 /// Whether `glob` matches `path` as CodeRules describes.
@@ -55,7 +65,8 @@ bool path_glob_match(std::string_view glob, std::string_view path);
 /// (AccumulateGrad::apply, *Backward0::apply) and at::native kernels are not.
 bool is_dispatch_frame(std::string_view filename, std::string_view name);
 /// The library frame as a dotted name: ".../site-packages/torch/nn/modules/linear.py"
-/// and "forward" -> "torch.nn.modules.linear.forward".
+/// and "forward" -> "torch.nn.modules.linear.forward"; generated code: "compiled graph
+/// (torch.compile)", "fx graph (torch.fx)".
 std::string library_call_name(std::string_view filename, std::string_view name);
 /// The viewer's noise filter: unwinder, interpreter and dispatcher frames.
 bool is_noise_frame(std::string_view filename, std::string_view name);
@@ -81,6 +92,7 @@ class FrameClassifier {
   bool forward(snapshot::FrameId f) const { return name(f).forward || file(f).nn_modules; }
   bool accumulate_grad(snapshot::FrameId f) const { return name(f).accumulate_grad; }
   bool machinery(snapshot::FrameId f) const { return name(f).machinery; }
+  bool generated(snapshot::FrameId f) const { return file(f).generated; }  // generated_code
   /// The autograd node and the ATen op the function name runs ("" if none), at most 1 KiB each.
   const std::string& node(snapshot::FrameId f) const { return name(f).node; }
   const std::string& op(snapshot::FrameId f) const { return name(f).op; }
@@ -91,6 +103,7 @@ class FrameClassifier {
   struct FileFacts {
     FrameKind kind = FrameKind::Native, default_kind = FrameKind::Native;
     bool noise = false, py = false, module_py = false, nn_modules = false, optim = false, autograd_entry = false;
+    bool generated = false;
     size_t base = 0;  // where the basename starts
   };
   struct NameFacts {
@@ -163,6 +176,7 @@ class Sites {
     bool noise = false, backward = false, optimizer = false, module_call = false, forward = false;
     bool machinery = false;        // the caching allocator or tensor construction
     bool dispatch = false;         // is_dispatch_frame
+    bool generated = false;        // torch.compile's or torch.fx's generated code
     bool accumulate_grad = false;  // torch::autograd::AccumulateGrad: a parameter's gradient
     std::string node, op;          // native frames: the autograd node and ATen op they run, if any
   };
