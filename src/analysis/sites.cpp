@@ -282,8 +282,8 @@ std::string autograd_node(std::string_view name) {
 
 // A name from the input, at most kMaxName bytes (the rest elided): labels built from
 // hostile frames stay small however long the strings in the file are.
+constexpr size_t kMaxName = 1024;
 static std::string capped(std::string_view s) {
-  constexpr size_t kMaxName = 1024;
   if (s.size() <= kMaxName) return std::string(s);
   size_t cut = kMaxName;
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 sequences
@@ -301,7 +301,15 @@ FrameClassifier::FrameClassifier(const snapshot::Snapshot& snap, const CodeRules
       std::string_view file = snap.strings[f.filename];
       FileFacts& ff = files_.emplace_back();
       ff.default_kind = classify_frame(file);
-      ff.generated = generated_code(file) != GeneratedCode::None;
+      GeneratedCode generated = generated_code(file);
+      ff.generated = generated != GeneratedCode::None;
+      if (ff.generated) {
+        ff.module = library_call_name(file, "");
+      } else if (ff.default_kind != FrameKind::Native) {
+        std::string module = library_module(file);
+        ff.module_cut = module.size() > kMaxName;
+        ff.module = capped(module);
+      }
       ff.kind = rules.classify(file);
       ff.noise = noise_file(file);
       ff.py = ends_with(file, ".py");
@@ -340,6 +348,15 @@ bool FrameClassifier::backward(snapshot::FrameId f) const {
   const FileFacts& ff = file(f);
   const NameFacts& nf = name(f);
   return ff.py ? nf.engine_run || (ff.autograd_entry && nf.backward_or_grad) : nf.backward_native;
+}
+
+std::string FrameClassifier::call_name(snapshot::FrameId f) const {
+  const FileFacts& ff = file(f);
+  if (ff.generated || ff.module_cut) return ff.module;
+  std::string out = ff.module;
+  if (!out.empty()) out += '.';
+  out += capped(snap_.strings[snap_.frames[f].name]);
+  return capped(out);
 }
 
 std::string_view FrameClassifier::basename(snapshot::FrameId f) const {
@@ -403,10 +420,7 @@ std::string Sites::compute_context(snapshot::StackId stack, uint32_t site_frame)
     if (node.empty()) node = fi.node;
     if (op.empty()) op = fi.op;
   }
-  if (library) {
-    const snapshot::Frame& fr = snap_.frames[*library];
-    return capped(library_call_name(snap_.strings[fr.filename], snap_.strings[fr.name]));
-  }
+  if (library) return classifier_.call_name(*library);
   if (grad) return kGradients;
   if (!node.empty()) return "backward: " + std::string(node);
   if (!op.empty()) return std::string(op);

@@ -23,7 +23,8 @@ out (AddressSanitizer's shadow memory and quarantine).
      output bound, before writing, no file left; every other command on it runs in time: the
      frames' rules are worked out once per distinct string, 6); deep distinct paths (the flame
      graph, and diff --flame's, leaves out frames narrower than a pixel and counts them; folded
-     and DOT stay small); --max-output, also for diff --flame
+     and DOT stay small); --max-output, also for diff --flame; 10,000 sites calling one library
+     file of a 1 MiB name (each site's "via" context capped, worked out once for the file)
 """
 import csv
 import io
@@ -332,6 +333,18 @@ def deep_paths(paths, depth, size=1 << 20):
                       size)
 
 
+def library_name_bomb(sites=10000):
+    """`sites` sites of the user's code, each calling the one library file whose name is 1 MiB
+    (memoised once): each site's context, "via" that library's call, would copy the name."""
+    big = "/x/site-packages/" + "y" * (1 << 20) + ".py"
+    snap = segment_of([[{"filename": big, "line": i, "name": "f"}, {"filename": "/w/train.py", "line": i,
+                                                                     "name": "step"}] for i in range(sites)])
+    snap["device_traces"] = [[{"action": "alloc", "addr": b["address"], "size": b["size"], "stream": 0,
+                               "frames": b["frames"], "time_us": i + 1}
+                              for i, b in enumerate(snap["segments"][0]["blocks"])]]
+    return snap
+
+
 def class_output(tmp):
     bomb = write(os.path.join(tmp, "bomb.pickle"), pickle.dumps(memo_name_bomb(), protocol=4))
     size = os.path.getsize(bomb)
@@ -379,6 +392,21 @@ def class_output(tmp):
     if os.path.exists(bomb_doc):
         rc, o, err = run(["merge", bomb_doc], name="5 merge on the name bomb's analyze JSON")
         check("5 merge on the name bomb's analyze JSON: ran", rc == 0, err)
+
+    # 10,000 sites through one library file of a 1 MiB name: the library call each site's context
+    # names is worked out once for the file, and shown capped (issue 38).
+    libbomb = write(os.path.join(tmp, "library_bomb.pickle"), pickle.dumps(library_name_bomb(), protocol=4))
+    rc, o, err = run(["analyze", "--format", "json", libbomb], name="5 analyze json, 10,000 sites via a 1 MiB name")
+    contexts = [s.get("library_context") for d in (json.loads(o)["devices"] if rc == 0 else [])
+                for s in (d.get("peak") or {}).get("top_sites", [])]
+    check("5 analyze json, 10,000 sites via a 1 MiB name: each via the capped call",
+          contexts and all(c and c.startswith("y" * 1000) and len(c) < 1100 for c in contexts),
+          "%r %r" % (rc, [len(c or "") for c in contexts][:5]))
+    for args in (["analyze", libbomb], ["timeline", libbomb, "--by-site", "--format", "csv", "-o", "-"],
+                 ["report", libbomb, "-o", os.path.join(tmp, "lib.html")]):
+        name = "5 " + " ".join(os.path.basename(a) for a in args if a != libbomb) + " on 10,000 sites via a 1 MiB name"
+        rc, o, err = run(args, name=name)
+        check(name + ": ran", rc in (0, 1), "%r %r" % (rc, err[:300]))
 
     # 2,000 paths of 201 frames: each 0.59 px wide at 1200 px, all left out and counted.
     deep = write(os.path.join(tmp, "deep.pickle"), pickle.dumps(deep_paths(2000, 200), protocol=4))

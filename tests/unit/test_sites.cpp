@@ -1,6 +1,8 @@
 // The site definition: innermost user frame, noise filter, fallbacks.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/snapshot/load.hpp"
 #include "support/testdata.hpp"
@@ -179,6 +181,7 @@ TEST_CASE("the frame classifier answers as the per-frame rules on every fixture 
         CHECK(c.noise(id) == analysis::is_noise_frame(file, fn));
         CHECK(c.dispatch(id) == analysis::is_dispatch_frame(file, fn));
         CHECK(c.node(id) == analysis::autograd_node(fn));
+        if (c.default_kind(id) != FrameKind::Native) CHECK(c.call_name(id) == analysis::library_call_name(file, fn));
         CHECK(std::string(c.basename(id)) == std::string(file.substr(file.find_last_of("/\\") + 1)));
         ++frames;
         noise += c.noise(id);
@@ -239,4 +242,36 @@ TEST_CASE("code torch.compile and torch.fx generate is torch's: the site is the 
   CHECK(mine.context(mine.site_of(c)) == "torch._inductor.runtime.triton_heuristics.prepare_arg");
   CHECK(mine.site(g) == "<eval_with_key>.3:7:forward");
   CHECK(mine.context(mine.site_of(g)) == "aten::mm");
+}
+
+TEST_CASE("a library call's name costs its cap, however long the file name thousands of frames share") {
+  // Issue 38: one memoised 1 MiB library file name under many sites; each site's context is
+  // its library call, at most 1 KiB and "...", from the file's module worked out once.
+  snapshot::Snapshot s;
+  const std::string big = "/x/site-packages/" + std::string(1 << 20, 'y') + ".py";
+  auto lib = s.strings.intern(big), user = s.strings.intern("/w/train.py");
+  auto f = s.strings.intern("f"), step = s.strings.intern("step");
+  std::vector<snapshot::StackId> stacks;
+  for (int64_t i = 0; i < 100; ++i) {
+    std::vector<snapshot::FrameId> frames = {s.frames.intern({lib, f, i}), s.frames.intern({user, step, i})};
+    stacks.push_back(s.stacks.intern(frames));
+  }
+  analysis::Sites sites(s);
+  const std::string want = std::string(1024, 'y') + "...";  // the module, capped; no room for ".f"
+  std::set<uint32_t> distinct;
+  for (auto st : stacks) {
+    CHECK(sites.context(sites.site_of(st)) == want);
+    distinct.insert(sites.site_of(st).v);
+  }
+  CHECK(distinct.size() == stacks.size());
+  // A short module keeps the function's name, itself capped.
+  snapshot::Snapshot t;
+  const std::string fn(5000, 'g');
+  auto short_lib = t.strings.intern("/x/site-packages/pkg/mod.py"), g = t.strings.intern(fn);
+  std::vector<snapshot::FrameId> frames = {t.frames.intern({short_lib, g, 1}),
+                                           t.frames.intern({t.strings.intern("/w/a.py"), g, 2})};
+  auto st = t.stacks.intern(frames);
+  analysis::Sites other(t);
+  const std::string whole = "pkg.mod." + fn;
+  CHECK(other.context(other.site_of(st)) == whole.substr(0, 1024) + "...");
 }

@@ -93,6 +93,9 @@ class FrameClassifier {
   bool accumulate_grad(snapshot::FrameId f) const { return name(f).accumulate_grad; }
   bool machinery(snapshot::FrameId f) const { return name(f).machinery; }
   bool generated(snapshot::FrameId f) const { return file(f).generated; }  // generated_code
+  /// library_call_name, at most 1 KiB (and "..."): the file's part is worked out once per distinct
+  /// file, so a call costs the cap, not the file name's length.
+  std::string call_name(snapshot::FrameId f) const;
   /// The autograd node and the ATen op the function name runs ("" if none), at most 1 KiB each.
   const std::string& node(snapshot::FrameId f) const { return name(f).node; }
   const std::string& op(snapshot::FrameId f) const { return name(f).op; }
@@ -104,7 +107,9 @@ class FrameClassifier {
     FrameKind kind = FrameKind::Native, default_kind = FrameKind::Native;
     bool noise = false, py = false, module_py = false, nn_modules = false, optim = false, autograd_entry = false;
     bool generated = false;
-    size_t base = 0;  // where the basename starts
+    bool module_cut = false;  // `module` is capped: the call name is the module's start alone
+    std::string module;       // library_call_name's module, capped; generated code: the whole call name
+    size_t base = 0;          // where the basename starts
   };
   struct NameFacts {
     bool noise = false, dispatch_native = false, call_impl = false, backward_native = false;
