@@ -145,25 +145,54 @@ std::string signed_bytes(uint64_t after, uint64_t before) {
   return after >= before ? "+" + human_bytes(after - before) : "-" + human_bytes(before - after);
 }
 
+// What every box of one frame shows of it, worked out when the first is drawn: a deep tree
+// draws one frame in many boxes, and its label reads the frame's whole (C++) name.
+struct FrameText {
+  bool done = false;
+  std::string full;     // the whole label, at most 300 columns
+  std::string tip;      // the tooltip's first line
+  detail::FitText fit;  // what fit_frame shortens for a narrow box
+  double jitter = 0;
+};
+
+class FrameTexts {
+ public:
+  explicit FrameTexts(const FlameTree& t) : t_(t), texts_(t.frames.size()) {}
+  const FrameText& of(uint32_t frame) {
+    FrameText& x = texts_[frame];
+    if (x.done) return x;
+    const ProfileFrame& f = t_.frames[frame];
+    const std::string label = detail::frame_label(f);
+    x.full = detail::printable(label, 300);
+    x.tip = detail::printable(label, 1000);
+    if (f.kind != ProfileFrameKind::Synthetic) x.tip += " [" + std::string(kind_name(f.kind)) + "]";
+    x.fit = detail::fit_text(f);
+    x.jitter = jitter(f.function);
+    x.done = true;
+    return x;
+  }
+
+ private:
+  const FlameTree& t_;
+  std::vector<FrameText> texts_;
+};
+
 // The label of a frame in at most `chars` columns ("" when fewer than three fit).
-std::string box_label(const ProfileFrame& f, size_t chars) {
+std::string box_label(const FrameText& x, size_t chars) {
   if (chars < 3) return "";
-  std::string full = detail::printable(detail::frame_label(f), 300);
-  if (detail::text_width(full) <= chars) return full;
-  std::string s = detail::fit_frame(f, chars);
+  if (detail::text_width(x.full) <= chars) return x.full;
+  std::string s = detail::fit_frame(x.fit, chars);
   if (detail::text_width(s) <= chars) return s;
   return detail::printable(s, chars);  // cut to the box: keeps the start, ends with "…"
 }
 
-std::string tooltip(const FlameTree& t, const FlameNode& n, bool root, const FlameSvgOptions& o) {
+std::string tooltip(const FlameTree& t, const FlameNode& n, bool root, const FlameSvgOptions& o, FrameTexts& texts) {
   const FlameNode& r = t.nodes[0];
   std::string tip;
   if (root) {
     tip = t.differential ? "all stacks" : "all: " + human_bytes(n.bytes) + " " + o.unit;
   } else {
-    const ProfileFrame& f = t.frames[n.frame];
-    tip = detail::printable(detail::frame_label(f), 1000);
-    if (f.kind != ProfileFrameKind::Synthetic) tip += " [" + std::string(kind_name(f.kind)) + "]";
+    tip = texts.of(n.frame).tip;
   }
   std::string out = xml_escape(tip) + "&#10;";
   if (t.differential) {
@@ -315,7 +344,7 @@ struct FrameLook {
 };
 
 FrameLook frame_look(const FlameTree& t, const FlameNode& n, bool is_root, double w, const Layout& lay,
-                     const FlameSvgOptions& o) {
+                     const FlameSvgOptions& o, FrameTexts& texts) {
   FrameLook k;
   size_t chars = w > 6 ? size_t((w - 6) / kCharW) : 0;
   if (is_root) {
@@ -324,10 +353,10 @@ FrameLook frame_look(const FlameTree& t, const FlameNode& n, bool is_root, doubl
                                   : "all: " + human_bytes(n.bytes) + " " + detail::printable(o.unit, 40);
     k.label = chars >= 3 ? detail::printable(k.full_label, chars) : "";
   } else {
-    const ProfileFrame& f = t.frames[n.frame];
-    k.fill = t.differential ? diff_color(n, lay.max_change) : kind_color(f.kind, jitter(f.function));
-    k.label = box_label(f, chars);
-    if (o.script) k.full_label = detail::printable(detail::frame_label(f), 300);
+    const FrameText& x = texts.of(n.frame);
+    k.fill = t.differential ? diff_color(n, lay.max_change) : kind_color(t.frames[n.frame].kind, x.jitter);
+    k.label = box_label(x, chars);
+    if (o.script) k.full_label = x.full;
   }
   return k;
 }
@@ -335,17 +364,17 @@ FrameLook frame_look(const FlameTree& t, const FlameNode& n, bool is_root, doubl
 // One frame: a group with its tooltip, its box and its label (with the script,
 // the layout the script zooms by).
 void write_frame(std::string& svg, const FlameTree& t, size_t i, double x, double w, const Layout& lay,
-                 const FlameSvgOptions& o) {
+                 const FlameSvgOptions& o, FrameTexts& texts) {
   const FlameNode& n = t.nodes[i];
   const bool is_root = i == 0;
   const double y = kTop + double(t.max_depth - n.depth) * kFrameH;
-  const FrameLook k = frame_look(t, n, is_root, w, lay, o);
+  const FrameLook k = frame_look(t, n, is_root, w, lay, o, texts);
   svg += "<g class=\"f\"";
   if (o.script) {
     svg += " data-x=\"" + num(x) + "\" data-w=\"" + num(w) + "\" data-d=\"" + std::to_string(n.depth) + "\" data-l=\"" +
            xml_escape(k.full_label) + "\" style=\"cursor:pointer\"";
   }
-  svg += "><title>" + tooltip(t, n, is_root, o) + "</title>";
+  svg += "><title>" + tooltip(t, n, is_root, o, texts) + "</title>";
   svg += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(kFrameH - 1) +
          "\" rx=\"2\" fill=\"" + k.fill + "\"/>";
   if (!k.label.empty() || o.script)
@@ -363,6 +392,7 @@ struct FrameCounts {
 FrameCounts write_frames(std::ostream& os, std::string& svg, const FlameTree& t, const Layout& lay,
                          const FlameSvgOptions& o) {
   std::vector<double> x(t.nodes.size(), kPad), next(t.nodes.size(), kPad);
+  FrameTexts texts(t);
   FrameCounts c;
   svg += "<g class=\"frames\">\n";
   for (size_t i = 0; i < t.nodes.size();) {
@@ -380,7 +410,7 @@ FrameCounts write_frames(std::ostream& os, std::string& svg, const FlameTree& t,
       continue;
     }
     ++c.drawn;
-    write_frame(svg, t, i, x[i], w, lay, o);
+    write_frame(svg, t, i, x[i], w, lay, o, texts);
     if (svg.size() >= kChunk) {  // out as it goes: an output bound stops a large picture early
       os << svg;
       svg.clear();

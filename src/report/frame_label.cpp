@@ -288,11 +288,22 @@ std::string middle_cut(const std::string& s, size_t width) {
   return s.substr(0, prefix_bytes(head)) + "…" + s.substr(prefix_bytes(w - tail));
 }
 
-std::string fit_frame(const analysis::ProfileFrame& f, size_t width, bool keep_file) {
-  std::string name = printable(
+FitText fit_text(const analysis::ProfileFrame& f) {
+  FitText t;
+  t.name = printable(
       f.kind == analysis::ProfileFrameKind::Native ? short_function(f.function) : std::string_view(f.function), 200);
-  if (name.empty()) name = "??";
-  std::string loc = printable(frame_location(f), 200);
+  if (t.name.empty()) t.name = "??";
+  t.loc = printable(frame_location(f), 200);
+  t.line = f.line.has_value();
+  return t;
+}
+
+std::string fit_frame(const analysis::ProfileFrame& f, size_t width, bool keep_file) {
+  return fit_frame(fit_text(f), width, keep_file);
+}
+
+std::string fit_frame(const FitText& t, size_t width, bool keep_file) {
+  std::string name = t.name, loc = t.loc;
   size_t nw = text_width(name);
   if (keep_file && !loc.empty() && text_width(loc) + nw + 3 > width) {
     // The file name and line always: "forward (model.py:93)", however deep the line sits.
@@ -322,7 +333,7 @@ std::string fit_frame(const analysis::ProfileFrame& f, size_t width, bool keep_f
     if (shorter.empty() && text_width(base) <= room) shorter = base;
     // Last, the line alone ("…:118"): two calls from one function stay apart.
     size_t colon = loc.rfind(':');
-    if (shorter.empty() && colon != std::string::npos && f.line && text_width(loc) - colon + 1 <= room)
+    if (shorter.empty() && colon != std::string::npos && t.line && text_width(loc) - colon + 1 <= room)
       shorter = "…" + loc.substr(colon);
     if (shorter.empty()) return name;
     loc = shorter;

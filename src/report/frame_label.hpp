@@ -57,4 +57,14 @@ std::string middle_cut(const std::string& s, size_t width);
 /// result may then be wider than `width`; the caller makes room).
 std::string fit_frame(const analysis::ProfileFrame& f, size_t width, bool keep_file = false);
 
+/// What fit_frame reads of a frame: its printable short name and location (a C++ name is
+/// scanned whole to shorten it). A renderer that fits one frame to many widths (a flame
+/// graph's boxes) works this out once per frame and fits it each time.
+struct FitText {
+  std::string name, loc;
+  bool line = false;  // the frame has a line (then "…:LINE" can stand for the location)
+};
+FitText fit_text(const analysis::ProfileFrame& f);
+std::string fit_frame(const FitText& t, size_t width, bool keep_file = false);
+
 }  // namespace memsnap::report::detail

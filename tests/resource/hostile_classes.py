@@ -24,7 +24,8 @@ out (AddressSanitizer's shadow memory and quarantine).
      frames' rules are worked out once per distinct string, 6); deep distinct paths (the flame
      graph, and diff --flame's, leaves out frames narrower than a pixel and counts them; folded
      and DOT stay small); --max-output, also for diff --flame; 10,000 sites calling one library
-     file of a 1 MiB name (each site's "via" context capped, worked out once for the file)
+     file of a 1 MiB name (each site's "via" context capped, worked out once for the file);
+     15,000 flame graph boxes of three 1 MiB C++ names (each frame's label worked out once)
 """
 import csv
 import io
@@ -345,6 +346,14 @@ def library_name_bomb(sites=10000):
     return snap
 
 
+def long_cpp_names(paths=100, depth=150, names=3, length=1 << 20):
+    """A flame graph of paths * depth boxes, all drawn (1200 px / paths each), every box one of
+    `names` C++ frames whose (memoised) names are `length` bytes of template arguments."""
+    long = ["ns%d::Kernel<%s>::run(%s)" % (j, "T," * (length // 4), "int," * (length // 8)) for j in range(names)]
+    shared = [{"filename": "??", "line": 0, "name": long[j % names]} for j in range(depth)]
+    return segment_of([shared + [{"filename": "", "line": 0, "name": "root%d" % i}] for i in range(paths)])
+
+
 def class_output(tmp):
     bomb = write(os.path.join(tmp, "bomb.pickle"), pickle.dumps(memo_name_bomb(), protocol=4))
     size = os.path.getsize(bomb)
@@ -407,6 +416,13 @@ def class_output(tmp):
         name = "5 " + " ".join(os.path.basename(a) for a in args if a != libbomb) + " on 10,000 sites via a 1 MiB name"
         rc, o, err = run(args, name=name)
         check(name + ": ran", rc in (0, 1), "%r %r" % (rc, err[:300]))
+
+    # 15,000 drawn boxes of three 1 MiB C++ names: each frame's label is worked out once, not per box.
+    cpp = write(os.path.join(tmp, "long_cpp.pickle"), pickle.dumps(long_cpp_names(), protocol=4))
+    rc, o, err = run(["flame", "--format", "svg", cpp], name="5 flame svg, 15,100 boxes of 1 MiB C++ names")
+    check("5 flame svg, 15,100 boxes of 1 MiB C++ names: every box drawn",
+          rc == 0 and b"15,101 frames</text>" in o and "left out" not in err, (rc, err, o[-300:]))
+    parses_as_xml("5 flame svg, 15,100 boxes of 1 MiB C++ names", o)
 
     # 2,000 paths of 201 frames: each 0.59 px wide at 1200 px, all left out and counted.
     deep = write(os.path.join(tmp, "deep.pickle"), pickle.dumps(deep_paths(2000, 200), protocol=4))
