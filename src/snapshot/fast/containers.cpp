@@ -168,12 +168,27 @@ uint32_t FastBuilder::frame_of(const Open& o) {
   const Slot* f = fields_.data() + o.fields;
   auto has = [&](int k) { return (o.seen >> k) & 1u; };
   Frame fr;
-  if (has(F_fr_filename)) fr.filename = pstrings_.intern(str_of(f[F_fr_filename]));
-  if (has(F_fr_name)) fr.name = pstrings_.intern(str_of(f[F_fr_name]));
+  if (has(F_fr_filename)) fr.filename = intern_str(f[F_fr_filename]);
+  if (has(F_fr_name)) fr.name = intern_str(f[F_fr_name]);
   if (has(F_fr_line)) fr.line = int_of(f[F_fr_line]);
   uint32_t id = pframes_.intern(fr).v;
   if (id & own_frame_bit_) bail();  // the second half of a split parse: its ids would run into the mark
   return id | own_frame_bit_;
+}
+
+// A frame's string. A memo GET of a string is the memoised slot again: the same bytes at
+// the same place, so a long string (thousands of frames sharing one 1 MiB file name) is
+// interned once, and each further reference takes its id by that place instead of hashing
+// and comparing the whole string again (issue 38).
+StrId FastBuilder::intern_str(const Slot& s) {
+  static constexpr size_t kLong = 256;  // shorter strings hash about as fast as the lookup
+  std::string_view v = str_of(s);
+  if (v.size() < kLong) return pstrings_.intern(v);
+  if (const uint64_t* known = long_strs_.find(s.b); known && (*known >> 32) == s.a)
+    return StrId{static_cast<uint32_t>(*known)};
+  StrId id = pstrings_.intern(v);
+  long_strs_[s.b] = uint64_t{s.a} << 32 | id.v;
+  return id;
 }
 
 Action FastBuilder::action_of(const Slot& a) {

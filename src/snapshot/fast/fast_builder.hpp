@@ -47,6 +47,7 @@
 #include "memsnap/pickle/long.hpp"
 #include "memsnap/pickle/opcodes.hpp"
 #include "memsnap/pickle/scanner.hpp"
+#include "memsnap/util/flat_map.hpp"
 #include "memsnap/util/hash.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 #include "slot.hpp"
@@ -420,6 +421,7 @@ class FastBuilder {
   TraceEvent make_event(const Slot* f, uint32_t seen);
   static Action action_of(const Slot& a);
   uint32_t frame_of(const Open& o);
+  StrId intern_str(const Slot& s);
   void push_segment(const Open& o);
   void push_settings(const Open& o);
   Snapshot renumber();
@@ -479,6 +481,9 @@ class FastBuilder {
 
   // Provisional tables (renumbered at the end) and the model being built.
   StringTable pstrings_;
+  // The id each long string took, by where its bytes are read (see intern_str): the offset
+  // (in the input or kept_) -> its length << 32 | its StrId.
+  FlatMap64<uint64_t> long_strs_;
   FrameTable pframes_;
   StackTable pstacks_;
   std::map<int64_t, Device> devices_;

@@ -36,8 +36,8 @@ void FastBuilder::account() {
   uint64_t parse = (stack_.capacity() + fields_.capacity() + atoms_.capacity()) * sizeof(Slot) +
                    opens_.capacity() * sizeof(Open) + memo_.bytes() + spans_.capacity() * sizeof(Span) +
                    span_index_.capacity() * 4 + pending_blocks_.capacity() * sizeof(PendingBlock) +
-                   staged_.capacity() * sizeof(Staged) + pstrings_.memory_bytes() + pframes_.memory_bytes() +
-                   pstacks_.memory_bytes() + kept_.capacity();
+                   staged_.capacity() * sizeof(Staged) + pstrings_.memory_bytes() + long_strs_.size() * 32 +
+                   pframes_.memory_bytes() + pstacks_.memory_bytes() + kept_.capacity();
   uint64_t model = 0;
   for (const auto& [i, d] : devices_) model += d.memory_bytes();
   budget_->set(util::Account::Parse, parse);
