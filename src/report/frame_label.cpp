@@ -252,9 +252,14 @@ std::string fit_function(const std::string& name, size_t width) {
 // long the strings of the snapshot (issue 38: thousands of frames of one 1 MiB file name).
 constexpr size_t kLabelBytes = 8192;
 
-std::string frame_location(const analysis::ProfileFrame& f) {
-  if (f.kind == analysis::ProfileFrameKind::Synthetic || f.file.empty() || f.file == "??") return "";
-  std::string_view file = f.file;
+namespace {
+
+bool has_location(const analysis::ProfileFrame& f) {
+  return f.kind != analysis::ProfileFrameKind::Synthetic && !f.file.empty() && f.file != "??";
+}
+
+// The file as a location shows it (the last kLabelBytes of a longer one, after "…").
+std::string shown_file(std::string_view file) {
   std::string loc;
   if (file.size() > kLabelBytes) {
     file.remove_prefix(file.size() - kLabelBytes);
@@ -262,15 +267,46 @@ std::string frame_location(const analysis::ProfileFrame& f) {
     loc = "…";
   }
   loc += display_path(file);
+  return loc;
+}
+
+std::string with_line(std::string loc, const analysis::ProfileFrame& f) {
   if (f.line && *f.line != 0) loc += ":" + std::to_string(*f.line);
   return loc;
 }
 
+std::string label_of(const analysis::ProfileFrame& f, const std::string& loc) {
+  std::string fn(f.function.empty() ? std::string_view("??") : f.function.substr(0, kLabelBytes));
+  return loc.empty() ? fn : fn + " (" + loc + ")";
+}
+
+}  // namespace
+
+std::string frame_location(const analysis::ProfileFrame& f) {
+  return has_location(f) ? with_line(shown_file(f.file), f) : "";
+}
+
 std::string frame_label(const analysis::ProfileFrame& f) {
   if (f.kind == analysis::ProfileFrameKind::Synthetic) return std::string(f.function);
-  std::string fn(f.function.empty() ? std::string_view("??") : f.function.substr(0, kLabelBytes));
-  std::string loc = frame_location(f);
-  return loc.empty() ? fn : fn + " (" + loc + ")";
+  return label_of(f, frame_location(f));
+}
+
+const std::string& FrameLabels::of(const analysis::ProfileFrame& f) {
+  Key k{f.function.data(), f.function.size(), f.file.data(), f.file.size(), f.line, f.kind};
+  auto [it, inserted] = labels_.try_emplace(k);
+  if (!inserted) return it->second;
+  std::string label;
+  if (f.kind == analysis::ProfileFrameKind::Synthetic) {
+    label = f.function;
+  } else if (!has_location(f)) {
+    label = label_of(f, "");
+  } else {
+    auto [file, new_file] = files_.try_emplace(std::pair(f.file.data(), f.file.size()));
+    if (new_file) file->second = shown_file(f.file);
+    label = label_of(f, with_line(file->second, f));
+  }
+  it->second = printable(label, width_);
+  return it->second;
 }
 
 std::string middle_cut(const std::string& s, size_t width) {

@@ -9,8 +9,12 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 #include "memsnap/analysis/stacks.hpp"
 
@@ -44,6 +48,23 @@ std::string fit_function(const std::string& short_name, size_t width);
 std::string frame_label(const analysis::ProfileFrame& f);
 /// The location part alone: "path:line", "path" or "".
 std::string frame_location(const analysis::ProfileFrame& f);
+
+/// printable(frame_label(f), width) for the many frames of one snapshot's flame graphs: each
+/// distinct frame's label worked out once, and each file's shown path once for all the
+/// frames in it (thousands of frames may share one 1 MiB file name, issue 38). Frames are
+/// told apart by where their strings are (views of the snapshot's interned strings, alive
+/// as long as this is used), so equal frames of two trees share one label.
+class FrameLabels {
+ public:
+  explicit FrameLabels(size_t width) : width_(width) {}
+  const std::string& of(const analysis::ProfileFrame& f);
+
+ private:
+  using Key = std::tuple<const char*, size_t, const char*, size_t, std::optional<int64_t>, analysis::ProfileFrameKind>;
+  size_t width_;
+  std::map<Key, std::string> labels_;
+  std::map<std::pair<const char*, size_t>, std::string> files_;  // a file's shown path, without the line
+};
 
 /// A frame label in at most `width` columns, never cutting the function's own
 /// name: the short function, then its location shortened from the left

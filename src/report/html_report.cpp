@@ -219,11 +219,11 @@ Json state_json(const analysis::PageState& s, Tables& tables, const std::optiona
           {"pinning_sites", std::move(pins)}};
 }
 
-Json flame_json(const analysis::PageFlame& f) {
+// `labels` are the file's: its flames (the dump, the peak, an OOM) share most frames.
+Json flame_json(const analysis::PageFlame& f, detail::FrameLabels& labels) {
   Json frames = Json::array(), frame = Json::array(), depth = Json::array(), bytes = Json::array(),
        size = Json::array();
-  for (const auto& pf : f.tree.frames)
-    frames.push_back(Json::array({detail::printable(detail::frame_label(pf), 400), kind_letter(pf.kind)}));
+  for (const auto& pf : f.tree.frames) frames.push_back(Json::array({labels.of(pf), kind_letter(pf.kind)}));
   for (size_t i = 0; i < f.tree.nodes.size(); ++i) {
     const auto& n = f.tree.nodes[i];
     frame.push_back(i == 0 ? -1 : static_cast<int64_t>(n.frame));
@@ -244,6 +244,7 @@ Json flame_json(const analysis::PageFlame& f) {
 Json file_json(const HtmlFile& f) {
   const analysis::AnalyzeResult& result = *f.result;
   Tables tables(f.source.context);
+  detail::FrameLabels labels(400);
   Json file;
   file["path"] = f.source.input.path == "-" ? std::string("<stdin>") : f.source.input.path;
   file["analysis"] = detail::analyze_json(f.source, result);
@@ -257,7 +258,7 @@ Json file_json(const HtmlFile& f) {
       j["timeline"] = d.timeline ? timeline_json(*d.timeline, *d.page, tables, result.time_origin_us) : Json(nullptr);
       Json states = Json::array(), flames = Json::array();
       for (const auto& s : d.page->states) states.push_back(state_json(s, tables, result.time_origin_us));
-      for (const auto& fl : d.page->flames) flames.push_back(flame_json(fl));
+      for (const auto& fl : d.page->flames) flames.push_back(flame_json(fl, labels));
       j["states"] = std::move(states);
       j["flames"] = std::move(flames);
     }
