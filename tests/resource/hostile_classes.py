@@ -24,7 +24,8 @@ out (AddressSanitizer's shadow memory and quarantine).
      frames' rules are worked out once per distinct string, 6); deep distinct paths (the flame
      graph, and diff --flame's, leaves out frames narrower than a pixel and counts them; folded
      and DOT stay small); --max-output, also for diff --flame; 4,000 sites calling one library
-     file of a 1 MiB name (each site's "via" context capped, worked out once for the file);
+     file of a 1 MiB name (each site's "via" context capped, worked out once for the file; the
+     report's loader interns the name once, its flame labels are worked out once per frame);
      15,000 flame graph boxes of three 1 MiB C++ names (each frame's label worked out once)
 """
 import csv
@@ -334,7 +335,10 @@ def deep_paths(paths, depth, size=1 << 20):
                       size)
 
 
-def library_name_bomb(sites=4000):
+LIBRARY_SITES = 4000
+
+
+def library_name_bomb(sites=LIBRARY_SITES):
     """`sites` sites of the user's code, each calling the one library file whose name is 1 MiB
     (memoised once): each site's context, "via" that library's call, would copy the name."""
     big = "/x/site-packages/" + "y" * (1 << 20) + ".py"
@@ -416,6 +420,21 @@ def class_output(tmp):
         name = "5 " + " ".join(os.path.basename(a) for a in args if a != libbomb) + " on 4,000 sites via a 1 MiB name"
         rc, o, err = run(args, name=name)
         check(name + ": ran", rc in (0, 1), "%r %r" % (rc, err[:300]))
+    # The report: the loader interns the name once, not per reference, and each flame frame's
+    # label (its path read up to 8 KiB) is worked out once for the page, the path once per file.
+    page = os.path.join(tmp, "lib.html")
+    rc, o, err = run(["report", libbomb, "-o", page], name="5 report on 4,000 sites via a 1 MiB name")
+    flames = []
+    if rc == 0 and os.path.exists(page):
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        start = text.find('id="memsnap-data">') + len('id="memsnap-data">')
+        data = json.loads(text[start:text.find("</script>", start)])
+        flames = data["files"][0]["devices"][0]["flames"]
+    lib_labels = [[x[0] for x in fl["frames"] if x[0].startswith("f (\u2026y")] for fl in flames]
+    check("5 report on 4,000 sites via a 1 MiB name: every library frame of each flame labelled, capped",
+          flames and all(len(ls) == LIBRARY_SITES and all(len(x) <= 400 for x in ls) for ls in lib_labels),
+          "%r %r %r" % (rc, err[:300], [len(ls) for ls in lib_labels]))
 
     # 15,000 drawn boxes of three 1 MiB C++ names: each frame's label is worked out once, not per
     # box (27 s when each box read its name, 0.2 s since).
