@@ -380,7 +380,11 @@ Sites::Sites(const snapshot::Snapshot& snap, const CodeRules& rules)
       names_.push_back(it->first);
       uint32_t f = site_frame_[i];
       user_.push_back(f != UINT32_MAX && frames_[f].kind == FrameKind::User && !frames_[f].noise);
-      contexts_.push_back(compute_context(snapshot::StackId{i}, f));
+      // A context that is the site's own name ("backward: MmBackward0 via backward: MmBackward0",
+      // a stack in C++ alone) says nothing: none.
+      std::string context = compute_context(snapshot::StackId{i}, f);
+      if (context == it->first) context.clear();
+      contexts_.push_back(std::move(context));
     }
     site_of_stack_[i] = SiteId{it->second};
   }
@@ -393,7 +397,9 @@ std::optional<SiteId> Sites::find(std::string_view name) const {
 }
 
 std::string Sites::stack_context(snapshot::StackId stack) const {
-  return compute_context(stack, site_frame_[stack.v]);
+  std::string context = compute_context(stack, site_frame_[stack.v]);
+  if (context == site(stack)) context.clear();
+  return context;
 }
 
 // The library call under the site frame: code torch.compile or torch.fx generated, if the

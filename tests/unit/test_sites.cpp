@@ -91,6 +91,10 @@ TEST_CASE("stacks captured in C++ only are named by their autograd node and ATen
   CHECK(sites.site(a) == "backward: BmmBackward0");
   CHECK(sites.traits(a).backward);
   CHECK(sites.site(b) == "aten::bmm");
+  // The library call such a site went through is the site itself: no "via" that repeats it.
+  CHECK(sites.context(sites.site_of(a)).empty());
+  CHECK(sites.stack_context(a).empty());
+  CHECK(sites.context(sites.site_of(b)).empty());
   // nothing but the allocator: the innermost frame, as the definition's last resort
   CHECK(sites.site(c) == sites.frame_string(backward[1]));
 }
