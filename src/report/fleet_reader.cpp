@@ -446,6 +446,9 @@ void add_document(Fleet& fleet, FleetSax& sax, bool keep_files) {
     return;
   }
   if (!doc.contains("devices")) bad("neither \"devices\" (analyze) nor \"fleet\" (analyze of many files, merge)");
+  // Its text stopped being kept at a root "files" key (key(): a fleet document's own text is
+  // not a file's), so it would be an empty element of the merged "files" (memsnap_fuzz_json).
+  if (doc.contains("files")) bad("\"files\" in an analyze document (one with \"devices\" and no \"fleet\")");
   std::string name = file_name(doc);
   FleetRow row = row_of(doc, name);
   fleet.rows.push_back(std::move(row));

@@ -211,6 +211,13 @@ try:
     expect_error("merge wrong row", ["merge", wrong], wrong + ": fleet.rows[0].file: not a string")
     other = save(os.path.join(tmp, "other.json"), "[1, 2]")
     expect_error("merge not an object", ["merge", other], other + ": not a JSON object")
+    # An analyze document with a root "files" key lost its text to the fleet case and was an
+    # empty element of the merged "files", which then did not parse (memsnap_fuzz_json).
+    with_files = json.load(open(singles[0]))
+    with_files["files"] = {"path": "x"}
+    wf = save(os.path.join(tmp, "with_files.json"), json.dumps(with_files))
+    expect_error("merge analyze with files", ["merge", "--format", "json", wf],
+                 wf + ": \"files\" in an analyze document (one with \"devices\" and no \"fleet\")")
     nos = save(os.path.join(tmp, "nos.json"), "{}")
     expect_error("merge no schema", ["merge", nos],
                  nos + ": no \"schema_version\": not a memsnap analyze JSON document")
