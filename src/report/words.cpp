@@ -203,6 +203,16 @@ Words empty_cache_words(const Churn& c) {
     w.message += "; " + plural(c.empty_cache_calls, "call", "calls") + " in all from " +
                  plural(c.empty_cache_sites.size(), "site", "sites") + " returned " +
                  human_bytes(c.empty_cache_returned_bytes);
+  if (c.empty_cache_calls == 1) {
+    // One call in the trace is no evidence of a loop: say what it cost, and when it is right.
+    w.message += ", and after it the allocator asked CUDA again for " + human_bytes(c.reallocated_bytes) + " (" +
+                 plural(c.reallocations, "new segment", "new segments") +
+                 "): the call synchronised the device, and the memory was allocated again.";
+    w.advice =
+        "If this call runs inside a loop (every step, every model), remove it: PyTorch's cache reuses freed "
+        "memory without it. Once, after a phase whose memory another process needs, it is right.";
+    return w;
+  }
   w.message += ", and after the first call the allocator asked CUDA again for " + human_bytes(c.reallocated_bytes) +
                " (" + plural(c.reallocations, "new segment", "new segments") +
                "). Each call synchronises the device and the memory is allocated again: it costs time and "

@@ -47,6 +47,21 @@ for d in doc["devices"]:
         check("empty_cache severity", f[0]["severity"] == "info", f[0]["severity"])
         check("empty_cache bytes", f[0]["bytes"] == c["empty_cache_returned_bytes"], str(f[0]))
 
+# One call in a real trace (kkaitlyn111's 2.7b forward: empty_cache() once between models): no
+# "loop" claimed, and the advice says when the call is right.
+import os
+real = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "realdata",
+                    "kkaitlyn111__cs336-a2-systems__memory_2.7b_forward.pickle")
+if os.path.exists(real):
+    d = analyze(real)["devices"][0]
+    f = [f for f in d["findings"] if f["kind"] == "empty_cache_in_loop"]
+    check("one empty_cache call", d["churn"]["empty_cache_calls"] == 1 and len(f) == 1, str(d["churn"])[:300])
+    if f:
+        check("one call: no loop claimed", "Each call" not in f[0]["message"] and "from the loop" not in f[0]["advice"]
+              and "If this call runs inside a loop" in f[0]["advice"], f[0]["message"] + " | " + f[0]["advice"])
+else:
+    print("SKIP one empty_cache call: ../shared/realdata is absent")
+
 # the hand-written flush-and-retry near capacity
 t = truth("retry")["cache_flush_retry"]
 doc = analyze(snap("retry.pickle"))
