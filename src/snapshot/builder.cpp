@@ -206,6 +206,9 @@ class Builder {
   StackId stack_of(ValueId list, const W& where);
   template <class W>
   FrameId frame_of(ValueId dict, const W& where);
+  static constexpr size_t kLongString = 256;
+  template <class W>
+  StrId intern_str(ValueId v, const W& where);
   void segment(ValueId v, size_t si);
   void traces(ValueId v);
   void settings(ValueId v);
@@ -235,6 +238,7 @@ class Builder {
   // lists), frames by node (genuine files share each frame dict), both then by content.
   std::unordered_map<uint64_t, StackId, util::Hasher> stack_of_range_;
   std::unordered_map<uint32_t, FrameId, util::Hasher> frame_of_node_;
+  std::unordered_map<uint32_t, StrId, util::Hasher> long_string_of_node_;
   std::vector<FrameId> tmp_frames_;
   std::unordered_map<uint32_t, uint8_t, util::Hasher> state_cache_;
   std::unordered_map<uint32_t, uint8_t, util::Hasher> action_cache_;
@@ -248,15 +252,25 @@ Device& Builder::device(int64_t index, const std::string& where) {
   return it->second;
 }
 
+// A long string (a file name thousands of frames share through the pickle memo) is one value
+// node: interned once per node, not hashed and compared again for every frame naming it.
+template <class W>
+StrId Builder::intern_str(ValueId v, const W& where) {
+  std::string_view s = str_of(v, where);
+  if (s.size() < kLongString) return snap_.strings.intern(s);
+  auto [it, added] = long_string_of_node_.try_emplace(v.v, StrId{});
+  if (added) it->second = snap_.strings.intern(s);
+  return it->second;
+}
+
 template <class W>
 FrameId Builder::frame_of(ValueId v, const W& where) {
   if (auto it = frame_of_node_.find(v.v); it != frame_of_node_.end()) return it->second;
   need_dict(v, where);
   auto f = frame_.scan(g_, v);
   Frame fr;
-  if (f.has(F_filename))
-    fr.filename = snap_.strings.intern(str_of(f.v[F_filename], [&] { return where() + ".filename"; }));
-  if (f.has(F_name)) fr.name = snap_.strings.intern(str_of(f.v[F_name], [&] { return where() + ".name"; }));
+  if (f.has(F_filename)) fr.filename = intern_str(f.v[F_filename], [&] { return where() + ".filename"; });
+  if (f.has(F_name)) fr.name = intern_str(f.v[F_name], [&] { return where() + ".name"; });
   if (f.has(F_line)) fr.line = int_of(f.v[F_line], [&] { return where() + ".line"; });
   FrameId id = snap_.frames.intern(fr);
   frame_of_node_.emplace(v.v, id);
