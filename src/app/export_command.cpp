@@ -19,16 +19,9 @@ namespace memsnap::app {
 
 namespace {
 
-bool has_suffix(const std::string& s, const char* suffix) {
-  std::string lower;
-  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string_view sv(lower), suf(suffix);
-  return sv.size() >= suf.size() && sv.substr(sv.size() - suf.size()) == suf;
-}
-
 ExportFormat resolve_format(const ExportRequest& a) {
   if (a.format) return *a.format;
-  if (a.output == "-" || has_suffix(a.output, ".json")) return ExportFormat::Json;
+  if (a.output == "-" || output_named(a.output, ".json")) return ExportFormat::Json;
   return ExportFormat::Pickle;  // .pickle, .pkl, or any other name: what torch's tools read
 }
 

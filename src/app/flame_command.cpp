@@ -12,16 +12,9 @@ namespace memsnap::app {
 
 namespace {
 
-bool ends_with_ci(const std::string& s, const std::string& suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (size_t i = 0; i < suffix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
-  return true;
-}
-
 FlameFormat format_for(const std::optional<FlameFormat>& format, const std::string& output) {
   if (format) return *format;
-  return ends_with_ci(output, ".svg") ? FlameFormat::Svg : FlameFormat::Folded;
+  return output_named(output, ".svg") ? FlameFormat::Svg : FlameFormat::Folded;
 }
 
 std::string count(uint64_t n, const char* one, const char* many) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +45,14 @@ void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>&
   } catch (const io::OutputError& e) {
     throw Failure(e.what(), kBadInput);
   }
+}
+
+bool output_named(const std::string& path, std::string_view extension) {
+  if (path.size() < extension.size()) return false;
+  const size_t at = path.size() - extension.size();
+  for (size_t i = 0; i < extension.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(path[at + i])) != extension[i]) return false;
+  return true;
 }
 
 uint64_t output_bound(const std::string& max_output, uint64_t input_bytes) {

@@ -14,17 +14,10 @@ namespace memsnap::app {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (size_t i = 0; i < suffix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
-  return true;
-}
-
 PlotFormat resolve_format(const TimelineRequest& a) {
   if (a.format) return *a.format;
-  if (ends_with(a.output, ".svg")) return PlotFormat::Svg;
-  if (ends_with(a.output, ".csv")) return PlotFormat::Csv;
+  if (output_named(a.output, ".svg")) return PlotFormat::Svg;
+  if (output_named(a.output, ".csv")) return PlotFormat::Csv;
   if (a.output == "-") return PlotFormat::Svg;
   throw Failure("-o " + a.output + ": cannot tell the format from the name (use .svg or .csv, or --format svg|csv)",
                 kBadInput);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memsnap/io/output_file.hpp"
@@ -20,6 +21,9 @@ io::OutputFile open_output(const std::string& path, const std::vector<std::strin
 /// Runs `write(stream)` into `out` and commits it; a lost write becomes a Failure naming
 /// the destination and the reason, and a file destination is left as it was.
 void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>& write);
+/// Whether -o PATH names a file of that extension (".svg"; in any case, "X.SVG" too): how
+/// flame, timeline and export tell the format from the name when --format is not given.
+bool output_named(const std::string& path, std::string_view extension);
 
 /// The output bound (docs/bounds.md): what one command may write is at most kOutputMultiple
 /// times its input's decoded bytes, and at least kOutputFloor; `--max-output SIZE` sets it.
