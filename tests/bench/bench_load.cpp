@@ -1,5 +1,5 @@
 // Benchmark of the load pipeline alone (what every command pays before analysing):
-// bench_load FILE [repeats]. Prints CPU and wall time, throughput and the memory the model
+// bench_load FILE [repeats [threads]]. Prints CPU and wall time, throughput and the memory the model
 // holds, per repeat; then the minimum and median wall time (the minimum is the figure to
 // compare on a shared machine: other tenants only ever add time).
 #include <sys/resource.h>
@@ -34,15 +34,17 @@ static long rss_anon_kib() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_load FILE [repeats]\n");
+    std::fprintf(stderr, "usage: bench_load FILE [repeats [threads]]\n");
     return 2;
   }
   int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
+  snapshot::LoadOptions options;  // threads 1: the parse on one core (no split, no read-ahead)
+  if (argc > 3) options.threads = static_cast<unsigned>(std::atoi(argv[3]));
   std::vector<double> walls;
   for (int r = 0; r < repeats; ++r) {
     double t0 = cpu_seconds();
     auto w0 = std::chrono::steady_clock::now();
-    snapshot::Loaded l = snapshot::load_snapshot(argv[1]);
+    snapshot::Loaded l = snapshot::load_snapshot(argv[1], options);
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
     double t1 = cpu_seconds();
     walls.push_back(wall);

@@ -131,7 +131,7 @@ class FastBuilder {
   }
 
   // ---- atoms --------------------------------------------------------------------------
-  Slot str_slot(const uint8_t* p, uint64_t n) {
+  [[gnu::always_inline]] Slot str_slot(const uint8_t* p, uint64_t n) {
     if (n > 0xFFFFFFFFu) bail();
     Slot s;
     s.tag = kStr;
@@ -156,7 +156,7 @@ class FastBuilder {
     return s;
   }
   // LONG1 / LONG4 payload, classified as ValueGraph::make_int_bytes does (one decoder).
-  static Slot long_slot(const uint8_t* p, size_t len) {
+  [[gnu::always_inline]] static Slot long_slot(const uint8_t* p, size_t len) {
     pickle::DecodedLong d = pickle::decode_long(p, len);
     Slot s;
     switch (d.kind) {
@@ -182,16 +182,16 @@ class FastBuilder {
   }
 
   // ---- typed reads, mirroring the generic builder (anything it would refuse: bail) ----
-  static uint64_t size_of(const Slot& s) {
+  [[gnu::always_inline]] static uint64_t size_of(const Slot& s) {
     if (s.tag == kInt && int64_t(s.b) >= 0) return s.b;
     if (s.tag == kUInt) return s.b;
     bail();
   }
-  static uint64_t bits_of(const Slot& s) {
+  [[gnu::always_inline]] static uint64_t bits_of(const Slot& s) {
     if (s.tag == kInt || s.tag == kUInt) return s.b;
     bail();
   }
-  static int64_t int_of(const Slot& s) {
+  [[gnu::always_inline]] static int64_t int_of(const Slot& s) {
     if (s.tag == kInt) return int64_t(s.b);
     bail();
   }
@@ -366,7 +366,7 @@ class FastBuilder {
   };
   [[gnu::always_inline]] inline bool event_lookup(const EventRead& r, uint64_t idx, uint32_t& h) const;
   [[gnu::always_inline]] inline bool event_memoize(EventRead& r, uint32_t handle);
-  uint32_t event_atom(const Slot& s);
+  uint32_t event_atom(Slot s);  // by value: a reference let the value decoded escape to memory
   [[gnu::always_inline]] inline bool event_slot(uint32_t h, Slot& out) const;
   [[gnu::always_inline]] inline bool event_key(EventRead& r, Sym& key);
   [[gnu::always_inline]] inline bool event_value(EventRead& r, Sym key);
@@ -406,11 +406,13 @@ class FastBuilder {
     last_span_ = k;
   }
   // FRAME ops are rare (one per 64 KiB); the check for one is inline, the skip is not.
+  // The slow part takes and returns the pointer by value, so that q's address never escapes
+  // the event decoder (see event_value: an escaped EventRead is kept in memory).
   void skip_frame_ops(const uint8_t*& q) {
     if (q < end_ && *q == op::FRAME) [[unlikely]]
-      skip_frame_ops_slow(q);
+      q = skip_frame_ops_slow(q);
   }
-  void skip_frame_ops_slow(const uint8_t*& q);
+  const uint8_t* skip_frame_ops_slow(const uint8_t* q);
 
   Device& device(int64_t index) {
     if (index < 0 || index > 65535) bail();

@@ -87,7 +87,7 @@ bool FastBuilder::try_frames_span(uint32_t rec) {
   return true;
 }
 
-void FastBuilder::skip_frame_ops_slow(const uint8_t*& q) {
+const uint8_t* FastBuilder::skip_frame_ops_slow(const uint8_t* q) {
   while (q < end_ && *q == op::FRAME) {
     if (end_ - q < 9 && !more(q, 9)) bail();
     uint64_t n;
@@ -95,6 +95,7 @@ void FastBuilder::skip_frame_ops_slow(const uint8_t*& q) {
     q += 9;
     if (!frame_fits(q, n)) bail();
   }
+  return q;
 }
 
 }  // namespace memsnap::snapshot::detail::fast
