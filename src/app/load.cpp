@@ -50,7 +50,10 @@ snapshot::Loaded load(const std::string& path, const CommonOptions& o) {
   }
   lo.shared_budget = run_budget(*limit);
   lo.parser = run_settings().parser;
-  lo.threads = run_settings().one_core ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  lo.threads = run_settings().one_core     ? 1
+               : run_settings().split_wait ? std::max(2u, std::thread::hardware_concurrency())
+                                           : std::max(1u, std::thread::hardware_concurrency());
+  lo.split_wait = run_settings().split_wait;
   if (run_settings().diagnostics)
     lo.diagnostics = [](const std::string& line) { std::cerr << "memsnap: " << line << '\n'; };
   std::string shown = shown_path(path);

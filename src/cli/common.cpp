@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <string_view>
 
 #include "memsnap/app/stacks.hpp"
 
@@ -33,6 +34,7 @@ void read_environment() {
   const char* split = std::getenv("MEMSNAP_SPLIT");
   const char* debug = std::getenv("MEMSNAP_FAST_DEBUG");
   app::run_settings().one_core = split && *split == '0';
+  app::run_settings().split_wait = split && std::string_view(split) == "wait";
   app::run_settings().diagnostics = debug && *debug == '1';
 }
 

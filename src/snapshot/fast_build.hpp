@@ -46,6 +46,7 @@ struct SplitOptions {
 struct FastOptions {
   unsigned threads = 2;
   const std::function<void(const std::string&)>* diagnostics = nullptr;
+  bool split_wait = false;  // LoadOptions::split_wait: SplitOptions::wait
 };
 
 /// Builds the model from a pickle in one pass over its opcodes, or returns nullopt

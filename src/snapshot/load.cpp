@@ -28,8 +28,9 @@ Loaded parse(const io::ByteSource& src, const std::string& path, const LoadOptio
     out.snapshot = build_snapshot(g, build);
   } else if (auto fast = options.parser == Parser::General
                              ? std::nullopt
-                             : detail::fast_build(src, &budget, &options.progress,
-                                                  detail::FastOptions{options.threads, &options.diagnostics})) {
+                             : detail::fast_build(
+                                   src, &budget, &options.progress,
+                                   detail::FastOptions{options.threads, &options.diagnostics, options.split_wait})) {
     // The schema-directed path: the same model, without a value graph (see fast/fast_builder.hpp).
     out.input.pickle_protocol = fast->protocol;
     out.snapshot = std::move(fast->snapshot);

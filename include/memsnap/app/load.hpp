@@ -43,6 +43,7 @@ struct RunSettings {
   snapshot::Parser parser = snapshot::Parser::Auto;
   analysis::CodeRules code_rules;
   bool one_core = false;     // MEMSNAP_SPLIT=0: the parse on one core
+  bool split_wait = false;   // MEMSNAP_SPLIT=wait: the parse in two halves, whatever the timing
   bool diagnostics = false;  // MEMSNAP_FAST_DEBUG=1: the fast path's diagnostics on stderr
 };
 /// The run's settings, set by the CLI before a command runs.

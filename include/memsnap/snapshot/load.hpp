@@ -28,6 +28,11 @@ struct LoadOptions {
   /// file ahead or parses its second half. The library never asks the machine (nor the
   /// environment): the CLI passes its core count.
   unsigned threads = 2;
+  /// Tests: a parse in two halves (from 2 threads and 64 MiB of plain input) waits for its
+  /// second thread at each step of the hand-over, so that the second half runs whatever the
+  /// machine's load (else a first half that outruns a second thread not yet scheduled reads
+  /// on alone, as it should). The result is the same either way.
+  bool split_wait = false;
   /// Where the parsers say what they chose, one line at a time (where the fast path gave way,
   /// how a parse in two halves went); empty: silent.
   std::function<void(const std::string&)> diagnostics;

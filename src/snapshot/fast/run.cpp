@@ -288,6 +288,7 @@ std::optional<FastResult> fast_build(const io::ByteSource& source, util::MemoryB
     // (see SplitParse). One without FRAMEs is read ahead on the second core.
     // One thread (LoadOptions::threads, the CLI's MEMSNAP_SPLIT=0) turns it off.
     SplitOptions split;
+    split.wait = options.split_wait;
     bool framed = all.size() > 11 && all[0] == pickle::op::PROTO && all[1] >= 4 && all[2] == pickle::op::FRAME;
     if (all.size() >= split.from && framed && options.threads > 1)
       return build(all, nullptr, nullptr, nullptr, budget, progress, all.size(), split, diag);
