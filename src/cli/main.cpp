@@ -20,8 +20,22 @@ class WrappingFormatter : public CLI::Formatter {
     CLI::detail::format_help(out, sub->get_display_name(), wrap(sub->get_description(), 80 - 26), 26);
     return out.str();
   }
+  // The description above the usage line and the footer, each line wrapped to 80 columns
+  // (a command's one-line description ran to 203).
+  std::string make_description(const CLI::App* app) const override {
+    return wrap_lines(CLI::Formatter::make_description(app), 80);
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    return wrap_lines(CLI::Formatter::make_footer(app), 80);
+  }
 
  private:
+  static std::string wrap_lines(const std::string& text, size_t width) {
+    std::string out, line;
+    std::istringstream lines(text);
+    while (std::getline(lines, line)) out += wrap(line, width) + "\n";
+    return out;
+  }
   static std::string wrap(const std::string& text, size_t width) {
     std::string out, line;
     std::istringstream words(text);

@@ -19,6 +19,13 @@ rc, out, err = run(["--help"])
 check("--help", rc == 0 and "analyze" in out and "Exit status" in out, "%d %r" % (rc, out[:300]))
 rc, out, err = run(["analyze", "--help"])
 check("analyze --help", rc == 0 and "--format" in out and "FILE" in out, "%d %r" % (rc, out[:300]))
+# Every help fits an 80-column terminal: descriptions and the footer wrap like the options
+# (a command's one-line description ran to 203 columns, the footer to 91).
+for cmd in ["analyze", "diff", "segments", "timeline", "events", "flame", "callgraph", "export", "report",
+            "simulate", "check", "merge", None]:
+    rc, out, err = run(([cmd] if cmd else []) + ["--help"])
+    wide = [line for line in out.split("\n") if len(line) > 80]
+    check("%s --help fits 80 columns" % (cmd or "memsnap"), rc == 0 and out and not wide, repr(wide[:2]))
 rc, out, err = run(["--version"])
 check("--version", rc == 0 and out.startswith("memsnap "), "%d %r" % (rc, out))
 rc, out, err = run(["analyze", "--format", "xml", snap])
