@@ -65,6 +65,18 @@ void site_row(std::ostream& out, const std::string& raw, size_t site_w, const st
   if (!via.empty()) out << "      " << middle_cut(via, width - 6) << '\n';
 }
 
+// Why the peak's `<no stack recorded>` row has no stack, where the trace says: every
+// allocation in it carries a stack (so these blocks were allocated before its first event,
+// and the file keeps none for them), or none does. Else "" (some do, some do not).
+std::string no_stack_note(const DeviceAnalysis& d) {
+  const auto& it = d.iterations;
+  if (it.allocations == 0) return "";
+  if (it.allocations_with_stack == it.allocations)
+    return "allocated before the trace's first event: the file keeps no stack for them";
+  if (it.allocations_with_stack == 0) return "the trace was recorded without stacks";
+  return "";
+}
+
 void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin, size_t width,
                 const Sites* sites) {
   const auto& p = *d.peaks.allocated;
@@ -95,6 +107,8 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
     const auto& s = p.top_sites[i];
     site_row(out, s.site, site_w, pad_left(human_bytes(s.live_bytes), 12) + pad_left(with_commas(s.allocations), 8),
              width, vias[i], inline_via);
+    if (s.site == Sites::kNoStack)
+      if (std::string note = no_stack_note(d); !note.empty()) out << wrap_block(note, width, 6);
   }
   if (const auto& o = p.other_sites; o.sites)
     out << "    " << pad_right(with_commas(o.sites) + (o.sites == 1 ? " more site" : " more sites"), site_w)

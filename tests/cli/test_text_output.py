@@ -31,6 +31,29 @@ for f in files:
         check("%s %s fits 80 columns" % (args[0], name), not wide, wide[:2])
         check("%s %s has no control characters" % (args[0], name), not CONTROL.search(out), "")
 
+# The peak's `<no stack recorded>` row says why, from what the trace shows (analyze's JSON):
+# every allocation in it carries a stack (so those blocks predate its first event), or none.
+import json
+notes = 0
+for f in files:
+    rc, out, err = run(["analyze", "--format", "json", f])
+    devices = json.loads(out)["devices"] if rc == 0 else []
+    if len(devices) != 1:
+        continue
+    it = devices[0].get("iterations", {})
+    n, with_stack = it.get("allocations", 0), it.get("allocations_with_stack", 0)
+    want = ("allocated before the trace's first event" if n and with_stack == n else
+            "the trace was recorded without stacks" if n and with_stack == 0 else "")
+    lines = run(["analyze", f], env)[1].splitlines()
+    rows = [i for i, l in enumerate(lines) if l.startswith("    <no stack recorded>") and l.split()[-1].isdigit()
+            and "live at the peak" in "".join(lines[max(0, i - 12):i])]
+    for i in rows:
+        got = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        ok = got.startswith(want) if want else not (got.startswith("allocated before") or "without stacks" in got)
+        check("%s: the no-stack peak row says why" % os.path.basename(f), ok, "%r, want %r" % (got, want))
+        notes += bool(want)
+check("no-stack notes seen", notes >= 1, str(notes))
+
 # A hostile snapshot: control characters, an escape sequence and newlines in every
 # string a report prints (file and function names, the allocator settings, an action).
 ESC = "\x1b]0;pwned\x07\x1b[2J"
