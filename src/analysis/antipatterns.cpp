@@ -2,7 +2,6 @@
 #include "memsnap/analysis/antipatterns.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -16,28 +15,18 @@ using snapshot::Action;
 using snapshot::FrameId;
 using snapshot::StackId;
 
-bool ends_with(std::string_view s, std::string_view t) {
-  return s.size() >= t.size() && s.substr(s.size() - t.size()) == t;
-}
-bool contains(std::string_view s, std::string_view t) {
-  return s.find(t) != std::string_view::npos;
-}
-
 // Whether a stack constructs a parameter: torch/nn/parameter.py:__new__, or a
-// torch.nn module's __init__ / reset_parameters.
+// torch.nn module's __init__ / reset_parameters (each frame's answer worked out once, by
+// Sites: thousands of stacks may share one 1 MiB file name, issue 38).
 class ParameterStacks {
  public:
-  explicit ParameterStacks(const snapshot::Snapshot& snap) : snap_(snap) {}
+  explicit ParameterStacks(const Context& ctx) : ctx_(ctx) {}
   bool operator()(StackId s) {
     auto it = memo_.find(s.v);
     if (it != memo_.end()) return it->second;
     bool yes = false;
-    for (FrameId f : snap_.stacks[s]) {
-      const snapshot::Frame& fr = snap_.frames[f];
-      std::string_view file = snap_.strings[fr.filename];
-      std::string_view name = snap_.strings[fr.name];
-      if ((ends_with(file, "nn/parameter.py") && name == "__new__") ||
-          (contains(file, "torch/nn/modules/") && (name == "__init__" || name == "reset_parameters"))) {
+    for (FrameId f : ctx_.snap.stacks[s]) {
+      if (ctx_.sites.frame_info(f).parameter) {
         yes = true;
         break;
       }
@@ -47,7 +36,7 @@ class ParameterStacks {
   }
 
  private:
-  const snapshot::Snapshot& snap_;
+  const Context& ctx_;
   std::unordered_map<uint32_t, bool> memo_;
 };
 
@@ -82,10 +71,8 @@ bool shows_training(const Context& ctx, const snapshot::Device& device) {
     const StackTraits& t = ctx.sites.traits(s);
     if (t.backward || t.optimizer) return true;
     for (FrameId f : ctx.snap.stacks[s]) {
-      if (ctx.sites.frame_info(f).kind != FrameKind::User) continue;
-      std::string name(ctx.snap.strings[ctx.snap.frames[f].name]);
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-      if (contains(name, "train")) return true;
+      const Sites::FrameInfo& fi = ctx.sites.frame_info(f);
+      if (fi.kind == FrameKind::User && fi.train) return true;
     }
     return false;
   };
@@ -99,7 +86,7 @@ bool shows_training(const Context& ctx, const snapshot::Device& device) {
 
 std::optional<BigLayer> find_big_layer(const Context& ctx, const snapshot::Device& device, uint64_t peak_allocated,
                                        std::optional<uint64_t> capacity, const AntiPatternThresholds& t) {
-  ParameterStacks is_param(ctx.snap);
+  ParameterStacks is_param(ctx);
   const snapshot::Trace& tr = device.trace;
   const auto actions = tr.actions();
   std::optional<uint32_t> best;
@@ -116,7 +103,7 @@ std::optional<BigLayer> find_big_layer(const Context& ctx, const snapshot::Devic
       if (tt.optimizer) {
         optimizer = true;
         for (FrameId f : ctx.snap.stacks[s])
-          if (contains(ctx.snap.strings[ctx.snap.frames[f].filename], "/optim/adam")) adam = true;
+          if (ctx.sites.frame_info(f).adam) adam = true;
       }
     }
     if (!is_param(s)) continue;
@@ -146,7 +133,7 @@ std::optional<BigLayer> find_big_layer(const Context& ctx, const snapshot::Devic
 
 std::optional<ModelPerStep> find_model_per_step(const Context& ctx, const snapshot::Device& device,
                                                 const AntiPatternThresholds& t) {
-  ParameterStacks is_param(ctx.snap);
+  ParameterStacks is_param(ctx);
   const snapshot::Trace& tr = device.trace;
   const auto actions = tr.actions();
   struct Site {

@@ -4,6 +4,8 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <unordered_map>
 
 #include "memsnap/util/hash.hpp"
@@ -17,6 +19,12 @@ bool contains(std::string_view s, std::string_view part) {
 }
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+// Whether `s`, lowercased (ASCII, the C locale's tolower), holds `part` (lowercase).
+bool contains_lower(std::string_view s, std::string_view part) {
+  std::string lower(s);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return contains(lower, part);
 }
 
 std::string_view basename(std::string_view path) {
@@ -315,6 +323,8 @@ FrameClassifier::FrameClassifier(const snapshot::Snapshot& snap, const CodeRules
       ff.py = ends_with(file, ".py");
       ff.module_py = contains(file, kModulePy);
       ff.nn_modules = contains(file, "torch/nn/modules/");
+      ff.parameter_py = ends_with(file, "nn/parameter.py");
+      ff.adam = contains(file, "/optim/adam");
       ff.optim = contains(file, "/optim/") || contains(file, "/optimizers/");
       ff.autograd_entry = autograd_entry_file(file);
       ff.base = file.size() - analysis::basename(file).size();
@@ -333,6 +343,9 @@ FrameClassifier::FrameClassifier(const snapshot::Snapshot& snap, const CodeRules
       nf.forward = name == "forward";
       nf.accumulate_grad = contains(name, "AccumulateGrad");
       nf.machinery = allocation_machinery(name);
+      nf.new_ = name == "__new__";
+      nf.init_or_reset = name == "__init__" || name == "reset_parameters";
+      nf.train = contains_lower(name, "train");
       nf.node = capped(autograd_node(name));
       nf.op = capped(aten_op(name));
     }
@@ -348,6 +361,12 @@ bool FrameClassifier::backward(snapshot::FrameId f) const {
   const FileFacts& ff = file(f);
   const NameFacts& nf = name(f);
   return ff.py ? nf.engine_run || (ff.autograd_entry && nf.backward_or_grad) : nf.backward_native;
+}
+
+bool FrameClassifier::builds_parameter(snapshot::FrameId f) const {
+  const FileFacts& ff = file(f);
+  const NameFacts& nf = name(f);
+  return (ff.parameter_py && nf.new_) || (ff.nn_modules && nf.init_or_reset);
 }
 
 std::string FrameClassifier::call_name(snapshot::FrameId f) const {
@@ -457,6 +476,9 @@ Sites::FrameInfo Sites::describe_frame(snapshot::FrameId f) const {
   i.forward = c.forward(f);
   i.dispatch = c.dispatch(f);
   i.generated = c.generated(f);
+  i.parameter = c.builds_parameter(f);
+  i.adam = c.adam(f);
+  i.train = c.train_name(f);
   if (i.kind == FrameKind::Native) {
     i.accumulate_grad = c.accumulate_grad(f);
     i.node = c.node(f);

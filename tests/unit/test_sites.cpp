@@ -1,6 +1,7 @@
 // The site definition: innermost user frame, noise filter, fallbacks.
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <set>
 
 #include "memsnap/analysis/sites.hpp"
@@ -170,7 +171,11 @@ TEST_CASE("the frame classifier answers as the per-frame rules on every fixture 
   analysis::CodeRules rules;
   rules.user_code = {"*/models/*"};
   rules.library = {"train.py"};
-  size_t frames = 0, noise = 0, dispatch = 0, user = 0;
+  size_t frames = 0, noise = 0, dispatch = 0, user = 0, parameter = 0, adam = 0, train = 0;
+  auto ends = [](std::string_view s, std::string_view t) {
+    return s.size() >= t.size() && s.substr(s.size() - t.size()) == t;
+  };
+  auto has = [](std::string_view s, std::string_view t) { return s.find(t) != std::string_view::npos; };
   for (const char* name :
        {"snapgen/cpp.pickle", "snapgen/leak.pickle", "snapgen/forward.pickle", "snapgen/big_layer.pickle"}) {
     auto l = snapshot::load_snapshot(test::testdata(name).string());
@@ -187,10 +192,21 @@ TEST_CASE("the frame classifier answers as the per-frame rules on every fixture 
         CHECK(c.node(id) == analysis::autograd_node(fn));
         if (c.default_kind(id) != FrameKind::Native) CHECK(c.call_name(id) == analysis::library_call_name(file, fn));
         CHECK(std::string(c.basename(id)) == std::string(file.substr(file.find_last_of("/\\") + 1)));
+        // The anti-patterns' questions (antipatterns.cpp asked them of each stack's frames' strings).
+        const bool builds = (ends(file, "nn/parameter.py") && fn == "__new__") ||
+                            (has(file, "torch/nn/modules/") && (fn == "__init__" || fn == "reset_parameters"));
+        CHECK(c.builds_parameter(id) == builds);
+        CHECK(c.adam(id) == has(file, "/optim/adam"));
+        std::string lower(fn);
+        for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        CHECK(c.train_name(id) == has(lower, "train"));
         ++frames;
         noise += c.noise(id);
         dispatch += c.dispatch(id);
         user += c.kind(id) == FrameKind::User;
+        parameter += builds;
+        adam += has(file, "/optim/adam");
+        train += has(lower, "train");
       }
     }
   }
@@ -199,6 +215,9 @@ TEST_CASE("the frame classifier answers as the per-frame rules on every fixture 
   CHECK(noise > 0);
   CHECK(dispatch > 0);
   CHECK(user > 0);
+  CHECK(parameter > 0);
+  CHECK(adam > 0);
+  CHECK(train > 0);
 }
 
 TEST_CASE("code torch.compile and torch.fx generate is torch's: the site is the user's frame that ran it") {
@@ -278,4 +297,30 @@ TEST_CASE("a library call's name costs its cap, however long the file name thous
   analysis::Sites other(t);
   const std::string whole = "pkg.mod." + fn;
   CHECK(other.context(other.site_of(st)) == whole.substr(0, 1024) + "...");
+}
+
+TEST_CASE("the anti-patterns' frame questions: a parameter's constructor, adam, a training function in any case") {
+  // Sites answers them once per frame from facts of its two strings (issue 38: each stack's
+  // frames once read the whole file name, thousands of stacks sharing one 1 MiB name).
+  snapshot::Snapshot s;
+  const std::string big = "/x/site-packages/torch/nn/modules/" + std::string(1 << 20, 'y') + ".py";
+  auto frame = [&](const std::string& file, const char* fn) {
+    return s.frames.intern({s.strings.intern(file), s.strings.intern(fn), 1});
+  };
+  const auto init = frame(big, "__init__"), reset = frame(big, "reset_parameters"), fwd = frame(big, "forward");
+  const auto param = frame("/x/site-packages/torch/nn/parameter.py", "__new__");
+  const auto other_new = frame("/x/site-packages/torch/nn/other.py", "__new__");
+  const auto adam = frame("/x/site-packages/torch/optim/adamw.py", "step");
+  const auto train = frame("/w/run.py", "TrainLoop"), plain = frame("/w/run.py", "evaluate");
+  s.stacks.intern(std::vector<snapshot::FrameId>{init, reset, fwd, param, other_new, adam, train, plain});
+  analysis::Sites sites(s);
+  CHECK(sites.frame_info(init).parameter);
+  CHECK(sites.frame_info(reset).parameter);
+  CHECK(sites.frame_info(param).parameter);
+  CHECK_FALSE(sites.frame_info(fwd).parameter);
+  CHECK_FALSE(sites.frame_info(other_new).parameter);
+  CHECK(sites.frame_info(adam).adam);
+  CHECK_FALSE(sites.frame_info(init).adam);
+  CHECK(sites.frame_info(train).train);
+  CHECK_FALSE(sites.frame_info(plain).train);
 }

@@ -93,6 +93,12 @@ class FrameClassifier {
   bool accumulate_grad(snapshot::FrameId f) const { return name(f).accumulate_grad; }
   bool machinery(snapshot::FrameId f) const { return name(f).machinery; }
   bool generated(snapshot::FrameId f) const { return file(f).generated; }  // generated_code
+  /// The frame constructs a parameter: torch/nn/parameter.py's __new__, or a torch.nn module's
+  /// __init__ or reset_parameters.
+  bool builds_parameter(snapshot::FrameId f) const;
+  bool adam(snapshot::FrameId f) const { return file(f).adam; }  // a file under /optim/adam
+  /// The function's name holds "train" in any (ASCII) case.
+  bool train_name(snapshot::FrameId f) const { return name(f).train; }
   /// library_call_name, at most 1 KiB (and "..."): the file's part is worked out once per distinct
   /// file, so a call costs the cap, not the file name's length.
   std::string call_name(snapshot::FrameId f) const;
@@ -106,6 +112,7 @@ class FrameClassifier {
   struct FileFacts {
     FrameKind kind = FrameKind::Native, default_kind = FrameKind::Native;
     bool noise = false, py = false, module_py = false, nn_modules = false, optim = false, autograd_entry = false;
+    bool parameter_py = false, adam = false;  // ends in nn/parameter.py; holds /optim/adam
     bool generated = false;
     bool module_cut = false;  // `module` is capped: the call name is the module's start alone
     std::string module;       // library_call_name's module, capped; generated code: the whole call name
@@ -115,6 +122,7 @@ class FrameClassifier {
     bool noise = false, dispatch_native = false, call_impl = false, backward_native = false;
     bool engine_run = false, backward_or_grad = false, optimizer_step = false, forward = false;
     bool accumulate_grad = false, machinery = false;
+    bool new_ = false, init_or_reset = false, train = false;  // __new__; __init__ or reset_parameters
     std::string node, op;
   };
   const FileFacts& file(snapshot::FrameId f) const { return files_[file_slot_[snap_.frames[f].filename.v]]; }
@@ -183,6 +191,9 @@ class Sites {
     bool dispatch = false;         // is_dispatch_frame
     bool generated = false;        // torch.compile's or torch.fx's generated code
     bool accumulate_grad = false;  // torch::autograd::AccumulateGrad: a parameter's gradient
+    bool parameter = false;        // FrameClassifier::builds_parameter
+    bool adam = false;             // FrameClassifier::adam
+    bool train = false;            // FrameClassifier::train_name
     std::string node, op;          // native frames: the autograd node and ATen op they run, if any
   };
   const FrameInfo& frame_info(snapshot::FrameId f) const { return frames_[f.v]; }
