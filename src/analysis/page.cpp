@@ -271,7 +271,7 @@ void add_flame(const Context& ctx, const snapshot::Device& d, Moment m, std::opt
   f.event = event;
   StackOptions o;
   o.code = ctx.sites.rules();
-  f.tree = flame_tree(stack_profile(ctx.snap, d, o));
+  f.tree = flame_tree(stack_profile(ctx.snap, d, o, &ctx.sites.classifier()));
   f.nodes_left_out = prune_flame(f.tree, max_nodes);
   out.push_back(std::move(f));
 }

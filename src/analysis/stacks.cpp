@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "memsnap/util/canonical_text.hpp"
 
@@ -75,10 +76,12 @@ const char* to_string(ProfileFrameKind k) {
 
 // ---- profiles --------------------------------------------------------------------------
 
-StackProfileBuilder::StackProfileBuilder(const snapshot::Snapshot& snap, const StackOptions& options)
+StackProfileBuilder::StackProfileBuilder(const snapshot::Snapshot& snap, const StackOptions& options,
+                                         const FrameClassifier* classifier)
     : snap_(snap),
       profile_{},
-      classify_(snap, options.code),
+      own_(classifier ? std::nullopt : std::optional<FrameClassifier>(std::in_place, snap, options.code)),
+      classify_(classifier ? *classifier : *own_),
       frame_of_id_(snap.frames.size(), kUnset),
       filtered_(snap.stacks.size()),
       filtered_done_(snap.stacks.size(), 0) {
@@ -213,8 +216,9 @@ void StackProfileBuilder::add(const snapshot::Device& state, bool device_root) {
   }
 }
 
-StackProfile stack_profile(const snapshot::Snapshot& snap, const snapshot::Device& state, const StackOptions& options) {
-  StackProfileBuilder b(snap, options);
+StackProfile stack_profile(const snapshot::Snapshot& snap, const snapshot::Device& state, const StackOptions& options,
+                           const FrameClassifier* classifier) {
+  StackProfileBuilder b(snap, options, classifier);
   b.add(state);
   return b.take();
 }

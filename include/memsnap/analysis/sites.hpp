@@ -166,6 +166,8 @@ class Sites {
   /// The same for one stack.
   std::string stack_context(snapshot::StackId stack) const;
   const CodeRules& rules() const { return rules_; }
+  /// The frame facts of the snapshot, by rules() (a flame of the same snapshot shares them).
+  const FrameClassifier& classifier() const { return classifier_; }
   /// The frame the site names, when the site is a frame (not an autograd node or op).
   std::optional<snapshot::FrameId> site_frame(snapshot::StackId stack) const {
     uint32_t f = site_frame_[stack.v];

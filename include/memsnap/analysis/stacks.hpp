@@ -81,7 +81,10 @@ struct StackProfile {
 /// Builds one profile from one or more device states of a snapshot.
 class StackProfileBuilder {
  public:
-  StackProfileBuilder(const snapshot::Snapshot& snap, const StackOptions& options);
+  /// `classifier`, when given, is one already built for `snap` with `options.code` (Sites'):
+  /// a page's flames then share it rather than each reading every distinct file name again.
+  StackProfileBuilder(const snapshot::Snapshot& snap, const StackOptions& options,
+                      const FrameClassifier* classifier = nullptr);
   /// Adds the counted blocks of `state` (the dumped device or a replayed one);
   /// with `device_root`, every stack of it starts with a `<device N>` frame.
   void add(const snapshot::Device& state, bool device_root = false);
@@ -96,7 +99,8 @@ class StackProfileBuilder {
 
   const snapshot::Snapshot& snap_;
   StackProfile profile_;
-  FrameClassifier classify_;                                 // by profile_.options.code
+  std::optional<FrameClassifier> own_;                       // when none is shared
+  const FrameClassifier& classify_;                          // by profile_.options.code
   std::vector<uint32_t> frame_of_id_;                        // FrameId -> frame index (kUnset until seen)
   std::unordered_map<uint64_t, uint32_t> by_function_;       // file id << 32 | function id -> frame
   std::vector<std::pair<std::string, uint32_t>> synthetic_;  // a handful of pseudo-frames
@@ -108,7 +112,7 @@ class StackProfileBuilder {
 
 /// One device state's profile (no device frame).
 StackProfile stack_profile(const snapshot::Snapshot& snap, const snapshot::Device& state,
-                           const StackOptions& options = {});
+                           const StackOptions& options = {}, const FrameClassifier* classifier = nullptr);
 
 /// The bytes a profile of `state` must add up to (the table above), from the state's own blocks.
 uint64_t expected_profile_bytes(const snapshot::Device& state, StackState which);
