@@ -16,8 +16,9 @@ Snapshot FastBuilder::renumber() {
     return StrId{smap[s.v]};
   };
   std::vector<FrameId> frames;
-  auto map_stack = [&](uint32_t s) {
-    if (kmap[s] != kNone32) return kmap[s];
+  // A stack's first sight interns it; every later one (most events) is a look-up, kept apart
+  // so that it inlines into the loops below whatever the compiler decides for the first.
+  auto intern_stack = [&](uint32_t s) {
     frames.clear();
     for (FrameId f : pstacks_[StackId{s}]) {
       if (fmap[f.v] == kNone32) {
@@ -33,6 +34,7 @@ Snapshot FastBuilder::renumber() {
     kmap[s] = out.stacks.intern(frames).v;
     return kmap[s];
   };
+  auto map_stack = [&](uint32_t s) { return kmap[s] != kNone32 ? kmap[s] : intern_stack(s); };
   // 1. device traces, in device order (the position in device_traces is the device index)
   for (auto& [index, d] : devices_) d.trace.remap_stacks([&](uint32_t s) { return map_stack(s); });
   // 2. annotations
