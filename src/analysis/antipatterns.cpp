@@ -2,6 +2,7 @@
 #include "memsnap/analysis/antipatterns.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -53,12 +54,6 @@ std::optional<FrameId> build_site(const Context& ctx, StackId s, std::optional<F
     return f;
   }
   return std::nullopt;
-}
-
-bool has_frame(const snapshot::Snapshot& snap, StackId s, FrameId f) {
-  for (FrameId g : snap.stacks[s])
-    if (g == f) return true;
-  return false;
 }
 
 }  // namespace
@@ -142,6 +137,9 @@ std::optional<ModelPerStep> find_model_per_step(const Context& ctx, const snapsh
     bool open = false;
   };
   std::map<uint32_t, Site> sites;  // by the build site's frame
+  std::vector<uint32_t> open;      // the sites whose run is open, each once
+  // frame -> the last event whose stack holds it
+  std::vector<size_t> in_stack(ctx.snap.frames.size(), SIZE_MAX);
   for (size_t i = 0; i < actions.size(); ++i) {
     if (actions[i] != Action::Alloc) continue;
     StackId s = tr.stack_at(i);
@@ -149,16 +147,23 @@ std::optional<ModelPerStep> find_model_per_step(const Context& ctx, const snapsh
     const bool param = is_param(s);
     if (param) where = build_site(ctx, s, ctor);
     // a run of one site's parameter allocations ends at an allocation that is neither
-    // a parameter nor made under the site (a buffer its __init__ registers is)
-    if (!param)
-      for (auto& [frame, st] : sites)
-        if (st.open && !has_frame(ctx.snap, s, FrameId{frame})) st.open = false;
+    // a parameter nor made under the site (a buffer its __init__ registers is); only the open
+    // runs are looked at (all sites for each allocation was quadratic in the trace)
+    if (!param && !open.empty()) {
+      for (FrameId f : ctx.snap.stacks[s]) in_stack[f.v] = i;
+      std::erase_if(open, [&](uint32_t frame) {
+        if (in_stack[frame] == i) return false;
+        sites[frame].open = false;
+        return true;
+      });
+    }
     if (!where) continue;
     Site& st = sites[where->v];
     if (!st.ctor) st.ctor = ctor;
     if (!st.open) {
       st.builds.push_back(0);
       st.open = true;
+      open.push_back(where->v);
     }
     st.builds.back() += tr.size_at(i);
   }

@@ -26,7 +26,8 @@ out (AddressSanitizer's shadow memory and quarantine).
      and DOT stay small); --max-output, also for diff --flame; 10,000 sites calling one library
      file of a 64 MiB name (each site's "via" context capped, worked out once for the file; the
      report's loader interns the name once, its flame labels are worked out once per frame, the
-     anti-patterns' frame questions once per file);
+     anti-patterns' frame questions once per file); 40,000 sites each building a module three
+     times (the model-per-step search looks at the open runs of parameters only);
      15,000 flame graph boxes of three 1 MiB C++ names (each frame's label worked out once)
 """
 import csv
@@ -361,6 +362,21 @@ def library_name_bomb(sites=LIBRARY_SITES, name_mib=1):
     return snap
 
 
+MODEL_SITES, MODEL_ROUNDS = 40000, 3
+
+
+def model_sites(sites=MODEL_SITES, rounds=MODEL_ROUNDS, size=512):
+    """`rounds` times, each of `sites` lines of the user's code builds a torch.nn module (one
+    parameter) and then allocates something else: `sites` runs of parameter allocations each
+    round, every one ended by the next allocation (the model-per-step anti-pattern's input)."""
+    lib = {"filename": "/x/site-packages/torch/nn/modules/linear.py", "line": 1, "name": "__init__"}
+    builds = [[lib, {"filename": "/w/model.py", "line": i, "name": "build"}] for i in range(sites)]
+    other = [{"filename": "/w/train.py", "line": 3, "name": "step"}]
+    trace = [{"action": "alloc", "addr": BASE + k * size, "size": size, "stream": 0, "frames": fr, "time_us": k + 1}
+             for k, fr in enumerate(fr for _ in range(rounds) for i in range(sites) for fr in (builds[i], other))]
+    return {"segments": [], "device_traces": [trace]}
+
+
 def long_cpp_names(paths=100, depth=150, names=3, length=1 << 20):
     """A flame graph of paths * depth boxes, all drawn (1200 px / paths each), every box one of
     `names` C++ frames whose (memoised) names are `length` bytes of template arguments."""
@@ -461,6 +477,17 @@ def class_output(tmp):
     check("5 report on " + LIBRARY + ": every library frame of each flame labelled, capped",
           flames and all(len(ls) == LIBRARY_SITES and all(len(x) <= 400 for x in ls) for ls in lib_labels),
           "%r %r %r" % (rc, err[:300], [len(ls) for ls in lib_labels]))
+
+    # 40,000 module-building sites, each run of parameters ended by the next allocation: each
+    # allocation looks at the open runs only (it looked at every site's: 34 s, 0.25 s since).
+    models = write(os.path.join(tmp, "model_sites.pickle"), pickle.dumps(model_sites(), protocol=4))
+    name = "5 analyze json, %s sites each building a module %d times" % (format(MODEL_SITES, ","), MODEL_ROUNDS)
+    rc, o, err = run(["analyze", "--format", "json", models], name=name)
+    found = json.loads(o)["devices"][0].get("model_per_step") if rc == 0 else None
+    want = {"site": "model.py:0:build", "builds": MODEL_ROUNDS, "bytes_per_build": 512,
+            "total_bytes": 512 * MODEL_ROUNDS}
+    check(name + ": the first site's builds", found and all(found.get(k) == v for k, v in want.items()),
+          (rc, err, found))
 
     # 15,000 drawn boxes of three 1 MiB C++ names: each frame's label is worked out once, not per
     # box (27 s when each box read its name, 0.2 s since).
