@@ -8,7 +8,7 @@
 
 #include "memsnap/analysis/analyze.hpp"
 #include "memsnap/report/analyze.hpp"
-#include "memsnap/snapshot/input.hpp"
+#include "memsnap/snapshot/load.hpp"
 #include "memsnap/snapshot/model.hpp"
 
 namespace memsnap::report::detail {

@@ -15,7 +15,7 @@ from clitest import TESTDATA, check, expect_error, finish, run, snap
 
 REALDATA = sys.argv[3] if len(sys.argv) > 3 else ""
 SVG = "{http://www.w3.org/2000/svg}"
-CHAR_W = 11 * 0.61  # the flame graph's monospace advance (flame_svg.cpp)
+CHAR_W = 11 * 0.61  # the flame graph's monospace advance (src/report/flame.cpp)
 
 
 def folded_sum(text, columns=1):

@@ -1,11 +1,12 @@
 // Printing an analysis: `memsnap analyze` as text for people and one JSON document for
 // scripts. Reporters only read the AnalyzeResult; they never call back into analysis.
+// (src/report/analyze.cpp: the text; analyze_json.cpp: the JSON.)
 #pragma once
 
 #include <ostream>
 
 #include "memsnap/analysis/analyze.hpp"
-#include "memsnap/snapshot/input.hpp"
+#include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::report {
 

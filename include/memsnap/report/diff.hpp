@@ -1,4 +1,5 @@
 // Printing `memsnap diff`: a text table for people, one JSON document for scripts.
+// (src/report/diff.cpp: the text; diff_json.cpp: the JSON.)
 #pragma once
 
 #include <ostream>

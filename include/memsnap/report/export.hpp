@@ -1,6 +1,6 @@
 // `memsnap export`: the model written back in PyTorch's own snapshot schema, as JSON or as a pickle.
 //
-// One rendering serves both formats (src/report/snapshot_export.cpp walks the model once and
+// One rendering serves both formats (src/report/export.cpp walks the model once and
 // drives either writer), so a JSON export and a pickle export of one snapshot hold the same
 // data. The document is the dict form `_dump_snapshot` writes and PyTorch's viewers read
 // (torch/cuda/_memory_viz.py, MemoryViz.js at pytorch.org/memory_viz):

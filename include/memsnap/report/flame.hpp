@@ -1,4 +1,5 @@
 // Rendering of `memsnap flame` and `memsnap diff --flame`: folded stacks and a self-contained SVG flame graph.
+// (src/report/flame.cpp: the SVG; flame_folded.cpp: the folded stacks.)
 #pragma once
 
 #include <cstdint>

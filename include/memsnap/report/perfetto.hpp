@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "memsnap/analysis/analyze.hpp"
-#include "memsnap/snapshot/input.hpp"
+#include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::report {
 

@@ -1,4 +1,5 @@
 // Printing `memsnap segments`: the segment map, one line per segment, worst fragmented first.
+// (src/report/segments.cpp: the text; segments_json.cpp: the JSON.)
 #pragma once
 
 #include <cstddef>

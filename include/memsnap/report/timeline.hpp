@@ -1,4 +1,5 @@
 // Rendering of `memsnap timeline`: a self-contained SVG picture, or the same series as CSV.
+// (src/report/timeline.cpp: the SVG; timeline_csv.cpp: the CSV.)
 #pragma once
 
 #include <optional>
@@ -6,7 +7,7 @@
 #include <vector>
 
 #include "memsnap/analysis/timeline.hpp"
-#include "memsnap/snapshot/input.hpp"
+#include "memsnap/snapshot/load.hpp"
 
 namespace memsnap::report {
 

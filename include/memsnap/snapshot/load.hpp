@@ -8,11 +8,20 @@
 
 #include "memsnap/io/byte_source.hpp"
 #include "memsnap/pickle/unpickler.hpp"
-#include "memsnap/snapshot/input.hpp"
 #include "memsnap/snapshot/model.hpp"
 #include "memsnap/util/memory_budget.hpp"
 
 namespace memsnap::snapshot {
+
+/// What the input was, for reports (`input` in JSON output).
+struct InputInfo {
+  std::string path;
+  uint64_t bytes = 0;          // as stored (compressed size when compressed)
+  uint64_t decoded_bytes = 0;  // after decompression
+  io::Compression compression = io::Compression::None;
+  io::Encoding encoding = io::Encoding::Pickle;
+  int pickle_protocol = -1;  // -1 for JSON input
+};
 
 /// Which parser reads a pickle (a JSON snapshot has one reader).
 enum class Parser : uint8_t {

@@ -4,7 +4,7 @@
 // Everything that knows the schema is made from this table: the general builder's walk
 // (builder.cpp: the keys each dict is scanned for), the fast path's roles and field slots
 // (fast/roles.hpp: which container a key's value is, which slot it fills), and the
-// exporter's words (report/snapshot_export.cpp). A plain field (a member pointer in the last
+// exporter's words (report/export.cpp). A plain field (a member pointer in the last
 // column) is read by both parsers and written by the exporter with no code of its own:
 //
 //   1. add its member to the model struct (e.g. `std::optional<uint64_t> foo;` in Segment),
@@ -262,6 +262,10 @@ void for_each_plain(F&& f) {
     ++slot;
   });
 }
+
+/// The word an event's action or a block's state is written as (schema.cpp).
+Word word_of(Action a);
+Word word_of(BlockState s);
 
 /// The value types a plain member may have, and what a plain field's reader converts to.
 template <class T>

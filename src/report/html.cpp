@@ -1,11 +1,12 @@
 // `memsnap report`: the page's data as one JSON text and the HTML document around it (see html.hpp).
+#include "memsnap/report/html.hpp"
+
 #include <map>
 #include <ostream>
 
 #include "frame_label.hpp"
 #include "html_assets.hpp"
 #include "memsnap/report/escape.hpp"
-#include "memsnap/report/html.hpp"
 #include "memsnap/util/flat_map.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"

@@ -7,6 +7,8 @@
 // printing; site areas are pale and drawn first, so the lines stay on top.
 // Labels are placed by a small greedy placer that tries a few positions around
 // their anchor and keeps the first one that overlaps nothing placed before.
+#include "memsnap/report/timeline.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +16,6 @@
 #include <string>
 
 #include "memsnap/report/escape.hpp"
-#include "memsnap/report/timeline.hpp"
 #include "memsnap/util/units.hpp"
 #include "text_util.hpp"
 

@@ -1,9 +1,10 @@
 // `memsnap simulate` as text (runs side by side) and JSON (the field names are a contract).
+#include "memsnap/report/simulate.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
 #include "json_util.hpp"
-#include "memsnap/report/simulate.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "text_util.hpp"

@@ -1,8 +1,9 @@
 // `memsnap analyze` as text: one block per device, the OOM first, numbers right-aligned, 80 columns.
+#include "memsnap/report/analyze.hpp"
+
 #include <map>
 #include <ostream>
 
-#include "memsnap/report/analyze.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "sections.hpp"

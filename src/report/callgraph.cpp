@@ -1,4 +1,6 @@
 // `memsnap callgraph`: the dominator tree as text, the pruned graph as Graphviz DOT, everything as JSON.
+#include "memsnap/report/callgraph.hpp"
+
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
@@ -9,7 +11,6 @@
 
 #include "frame_label.hpp"
 #include "json_util.hpp"
-#include "memsnap/report/callgraph.hpp"
 #include "memsnap/report/escape.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"

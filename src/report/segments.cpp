@@ -1,9 +1,10 @@
 // `memsnap segments` as text: one line per segment with its blocks drawn to scale.
+#include "memsnap/report/segments.hpp"
+
 #include <algorithm>
 #include <array>
 #include <ostream>
 
-#include "memsnap/report/segments.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "sections.hpp"

@@ -15,6 +15,8 @@
 // tracker. With `script`, a small inline script adds click-to-zoom (click a
 // frame to make it full width; click the background or "reset zoom" to undo);
 // the static drawing underneath is the same.
+#include "memsnap/report/flame.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,7 +26,6 @@
 
 #include "frame_label.hpp"
 #include "memsnap/report/escape.hpp"
-#include "memsnap/report/flame.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::report {

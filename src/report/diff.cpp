@@ -1,8 +1,9 @@
 // `memsnap diff` as text: totals side by side, segments on one side only, live memory by stack.
+#include "memsnap/report/diff.hpp"
+
 #include <map>
 #include <ostream>
 
-#include "memsnap/report/diff.hpp"
 #include "memsnap/util/units.hpp"
 #include "memsnap/util/version.hpp"
 #include "text_util.hpp"

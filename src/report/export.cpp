@@ -1,4 +1,6 @@
 // The model in PyTorch's snapshot schema: one walk of the model, written as JSON or as a pickle.
+#include "memsnap/report/export.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "memsnap/pickle/pickler.hpp"
-#include "memsnap/report/export.hpp"
 #include "memsnap/snapshot/schema.hpp"
 
 namespace memsnap::report {
@@ -37,32 +38,6 @@ std::string_view word_text(Word w) {
 
 // Objects a pickle shares through the memo, as torch's own files do.
 enum class Shared : uint8_t { Frame, Stack };
-
-Word word(Action a) {
-  switch (a) {
-    case Action::Alloc: return "alloc"_w;
-    case Action::FreeRequested: return "free_requested"_w;
-    case Action::FreeCompleted: return "free_completed"_w;
-    case Action::SegmentAlloc: return "segment_alloc"_w;
-    case Action::SegmentFree: return "segment_free"_w;
-    case Action::SegmentMap: return "segment_map"_w;
-    case Action::SegmentUnmap: return "segment_unmap"_w;
-    case Action::Snapshot: return "snapshot"_w;
-    case Action::Oom: return "oom"_w;
-    case Action::Free: return "free"_w;
-    case Action::Unknown: return "unknown"_w;
-  }
-  return "unknown"_w;
-}
-
-Word word(BlockState s) {
-  switch (s) {
-    case BlockState::ActiveAllocated: return "active_allocated"_w;
-    case BlockState::ActivePendingFree: return "active_pending_free"_w;
-    case BlockState::Inactive: return "inactive"_w;
-  }
-  return "inactive"_w;
-}
 
 // ---- the one rendering -------------------------------------------------------------------
 
@@ -172,7 +147,7 @@ class Render {
         switch (key) {
           case "address"_w: w_.uinteger(b.address); break;
           case "requested_size"_w: w_.uinteger(b.requested_size); break;
-          case "state"_w: w_.word(word(b.state)); break;
+          case "state"_w: w_.word(snapshot::schema::word_of(b.state)); break;
           default: stack(b.is_active() ? b.stack : StackId{0}); break;  // "frames"
         }
       });
@@ -223,7 +198,7 @@ class Render {
   void event(const snapshot::TraceEvent& e) {
     w_.begin_dict();
     w_.key("action"_w);
-    w_.word(word(e.action));
+    w_.word(snapshot::schema::word_of(e.action));
     if (e.action == Action::Oom) {
       w_.key("device_free"_w);
       w_.uinteger(e.device_free());
