@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "memsnap/util/error.hpp"
+#include "memsnap/util/memory_mode.hpp"
 #include "memsnap/util/prefault.hpp"
 #include "memsnap/util/progress.hpp"
 #include "memsnap/util/units.hpp"

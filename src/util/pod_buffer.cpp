@@ -17,14 +17,6 @@ namespace memsnap::util {
 
 #if MEMSNAP_PORTABLE_MEMORY
 
-void* map_huge_aligned(size_t bytes, int) {
-  return std::calloc(1, bytes);
-}
-
-void unmap_huge(void* p, size_t) {
-  std::free(p);
-}
-
 size_t PodMemory::grow(size_t bytes, size_t) {
   if (bytes > (size_t{1} << 48)) throw std::bad_alloc();
   void* q = std::realloc(p_, bytes);
@@ -51,25 +43,6 @@ constexpr size_t kMapped = size_t{2} << 20;        // from here a mapping of hug
 constexpr size_t kHugePage = size_t{2} << 20;      // mappings are whole huge pages
 constexpr size_t kSmallPage = 4096;
 }  // namespace
-
-void unmap_huge(void* p, size_t bytes) {
-  munmap(p, bytes);
-}
-
-void* map_huge_aligned(size_t bytes, int flags) {
-  size_t span = bytes + kHugePage;
-  void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-  if (m == MAP_FAILED) return nullptr;
-  auto base = reinterpret_cast<uintptr_t>(m);
-  uintptr_t start = (base + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
-  if (start > base) munmap(m, start - base);
-  if (base + span > start + bytes) munmap(reinterpret_cast<void*>(start + bytes), base + span - (start + bytes));
-  void* q = reinterpret_cast<void*>(start);
-#ifdef MADV_HUGEPAGE
-  madvise(q, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
-  return q;
-}
 
 namespace {
 

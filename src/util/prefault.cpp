@@ -2,7 +2,6 @@
 
 #include <sys/mman.h>
 
-#include "memsnap/util/cores.hpp"
 #include "memsnap/util/memory_mode.hpp"
 #if MEMSNAP_PORTABLE_MEMORY
 
@@ -13,10 +12,7 @@ bool prefault_enabled() {
   return false;
 }
 void prefault(void*, size_t) {}
-AllCoresBusy::AllCoresBusy(bool on) : on_(on) {
-  (void)on_;
-}
-AllCoresBusy::~AllCoresBusy() = default;
+void pause_prefault(bool) {}
 void unmap_later(void* begin, size_t bytes) {
   if (bytes) munmap(begin, bytes);
 }
@@ -139,13 +135,8 @@ void prefault(void* begin, size_t bytes) {
   if (Prefaulter* p = instance(); p && bytes) p->add(static_cast<char*>(begin), static_cast<char*>(begin) + bytes);
 }
 
-// The memory machinery's answer to a parallel section (cores.hpp): the worker stands aside.
-AllCoresBusy::AllCoresBusy(bool on) : on_(on) {
-  if (Prefaulter* p = instance(); p && on_) p->pause(true);
-}
-
-AllCoresBusy::~AllCoresBusy() {
-  if (Prefaulter* p = instance(); p && on_) p->pause(false);
+void pause_prefault(bool on) {
+  if (Prefaulter* p = instance()) p->pause(on);
 }
 
 void unmap_later(void* begin, size_t bytes) {

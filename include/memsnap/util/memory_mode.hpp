@@ -1,4 +1,5 @@
-// Which memory machinery the build uses (see pod_buffer.hpp and prefault.hpp).
+// Which memory machinery the build uses (see pod_buffer.hpp and prefault.hpp), and its
+// one primitive that several layers use: a huge-page mapping (memory_mode.cpp).
 //
 // Linux (the default there): large arrays in their own 2 MiB-aligned mappings grown by
 // mremap(MREMAP_FIXED), MADV_HUGEPAGE, a prefault worker on the second core, read-ahead
@@ -9,6 +10,8 @@
 #pragma once
 
 #include <sys/mman.h>
+
+#include <cstddef>
 
 #ifndef MEMSNAP_PORTABLE_MEMORY
 #if defined(__linux__)
@@ -24,4 +27,11 @@
 
 namespace memsnap::util {
 inline constexpr bool kPortableMemory = MEMSNAP_PORTABLE_MEMORY != 0;
+
+/// A fresh read-write anonymous mapping of `bytes` (a multiple of 2 MiB) starting on a
+/// 2 MiB boundary and advised MADV_HUGEPAGE; nullptr when it cannot be made. `flags` are
+/// added to mmap's (MAP_NORESERVE for a reservation that is mostly never touched). Give it back
+/// with unmap_huge. In a portable build: zeroed heap memory (calloc), without the alignment.
+void* map_huge_aligned(size_t bytes, int flags = 0);
+void unmap_huge(void* p, size_t bytes);
 }  // namespace memsnap::util

@@ -27,13 +27,6 @@
 
 namespace memsnap::util {
 
-/// A fresh read-write anonymous mapping of `bytes` (a multiple of 2 MiB) starting on a
-/// 2 MiB boundary and advised MADV_HUGEPAGE; nullptr when it cannot be made. `flags` are
-/// added to mmap's (MAP_NORESERVE for a reservation that is mostly never touched). Give it back
-/// with unmap_huge. In a portable build: zeroed heap memory (calloc), without the alignment.
-void* map_huge_aligned(size_t bytes, int flags = 0);
-void unmap_huge(void* p, size_t bytes);
-
 /// The memory under one PodBuffer, in bytes: a heap block, a mapping of small pages or an
 /// aligned mapping of huge pages (see the top of this file), and how much of it has been
 /// handed to prefault. Moves, never copies; gives its memory back when destroyed.

@@ -35,6 +35,9 @@ bool prefault_enabled();
 // an array can wait in forget_prefault() for a worker the scheduler has not run. Whole runs on
 // the 114 MB and 1 GB bench files, side by side, took 0.98x and 0.96x the time with the pause.
 
+/// Called by each AllCoresBusy scope (cores.cpp) as it begins (`on`) and as it ends.
+void pause_prefault(bool on);
+
 /// Unmaps [begin, begin + bytes), a whole mapping the caller gives up and never touches
 /// again, on the worker when it is idle (else here). Why: tearing down a large file's page
 /// table costs about 45 ms per GB on the benchmark machine, and the analysis need not wait

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "memsnap/util/memory_mode.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 #include "memsnap/util/prefault.hpp"
 #include "slot.hpp"
