@@ -80,33 +80,8 @@ class Prefaulter {
     return running_;
   }
 
-  void work() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      wake_.wait(lock, [&] { return !queue_.empty() || !unmaps_.empty(); });
-      // Populating first, as a parse is waiting for those pages; but a second mapping given
-      // up (fleet reads file after file) is unmapped at once, so they do not pile up.
-      if (queue_.empty() || unmaps_.size() > 1) {
-        Range u = unmaps_.front();
-        unmaps_.pop_front();
-        lock.unlock();
-        munmap(u.b, static_cast<size_t>(u.e - u.b));
-        lock.lock();
-        continue;
-      }
-      Range& r = queue_.front();
-      busy_ = {r.b, r.b + std::min<size_t>(kStep, static_cast<size_t>(r.e - r.b))};
-      r.b = busy_.e;
-      if (r.b == r.e) queue_.pop_front();
-      lock.unlock();
-#ifdef MADV_POPULATE_WRITE
-      madvise(busy_.b, static_cast<size_t>(busy_.e - busy_.b), MADV_POPULATE_WRITE);  // a hint: errors ignored
-#endif
-      lock.lock();
-      busy_ = {};
-      done_.notify_all();
-    }
-  }
+  // The worker thread: populates the queued ranges a step at a time, and unmaps what is given up.
+  void work();
 
   std::mutex mu_;
   std::condition_variable wake_, done_;
@@ -117,6 +92,34 @@ class Prefaulter {
   bool started_ = false;
   bool running_ = false;  // the worker exists
 };
+
+void Prefaulter::work() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return !queue_.empty() || !unmaps_.empty(); });
+    // Populating first, as a parse is waiting for those pages; but a second mapping given
+    // up (fleet reads file after file) is unmapped at once, so they do not pile up.
+    if (queue_.empty() || unmaps_.size() > 1) {
+      Range u = unmaps_.front();
+      unmaps_.pop_front();
+      lock.unlock();
+      munmap(u.b, static_cast<size_t>(u.e - u.b));
+      lock.lock();
+      continue;
+    }
+    Range& r = queue_.front();
+    busy_ = {r.b, r.b + std::min<size_t>(kStep, static_cast<size_t>(r.e - r.b))};
+    r.b = busy_.e;
+    if (r.b == r.e) queue_.pop_front();
+    lock.unlock();
+#ifdef MADV_POPULATE_WRITE
+    madvise(busy_.b, static_cast<size_t>(busy_.e - busy_.b), MADV_POPULATE_WRITE);  // a hint: errors ignored
+#endif
+    lock.lock();
+    busy_ = {};
+    done_.notify_all();
+  }
+}
 
 // Never destroyed: buffers freed by static destructors at exit may still call forget(), and
 // the worker thread may be waiting on it when the process ends.
