@@ -19,10 +19,6 @@ void unmap_huge(void* p, size_t) {
 
 #else
 
-namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
-}  // namespace
-
 void unmap_huge(void* p, size_t bytes) {
   munmap(p, bytes);
 }

@@ -39,12 +39,8 @@ void PodMemory::release() noexcept {
 
 namespace {
 constexpr size_t kSmallMapped = size_t{64} << 10;  // from here a mapping of small pages
-constexpr size_t kMapped = size_t{2} << 20;        // from here a mapping of huge pages
-constexpr size_t kHugePage = size_t{2} << 20;      // mappings are whole huge pages
+constexpr size_t kMapped = kHugePage;              // from here a mapping of huge pages
 constexpr size_t kSmallPage = 4096;
-}  // namespace
-
-namespace {
 
 // Small pages in a mapping of their own that mremap grows in place or moves: a heap block's
 // realloc copied (perf: memcpy under _int_realloc, 7% of a 114 MB analyze) and touched every

@@ -27,6 +27,8 @@
 
 namespace memsnap::util {
 inline constexpr bool kPortableMemory = MEMSNAP_PORTABLE_MEMORY != 0;
+/// One huge page: what map_huge_aligned aligns to and what PodBuffer's mappings are made of.
+inline constexpr size_t kHugePage = size_t{2} << 20;
 
 /// A fresh read-write anonymous mapping of `bytes` (a multiple of 2 MiB) starting on a
 /// 2 MiB boundary and advised MADV_HUGEPAGE; nullptr when it cannot be made. `flags` are
