@@ -175,7 +175,20 @@ size_t prune_flame(FlameTree& t, size_t max_nodes) {
     nodes[i].self_bytes = nodes[i].bytes > child_bytes[i] ? nodes[i].bytes - child_bytes[i] : 0;
   uint32_t depth = 0;
   for (const auto& node : nodes) depth = std::max(depth, node.depth);
+  // Only the frames a kept node names stay, so the frame table is bounded by the nodes: a tree
+  // of 150,000 distinct frames pruned to a few thousand nodes kept every frame's text (issue 38).
+  std::vector<uint32_t> frame_index(t.frames.size(), UINT32_MAX);
+  std::vector<ProfileFrame> frames;
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    uint32_t& f = frame_index[nodes[i].frame];
+    if (f == UINT32_MAX) {
+      f = static_cast<uint32_t>(frames.size());
+      frames.push_back(t.frames[nodes[i].frame]);
+    }
+    nodes[i].frame = f;
+  }
   size_t left_out = n - nodes.size();
+  t.frames = std::move(frames);
   t.nodes = std::move(nodes);
   t.subtree_size = std::move(sizes);
   t.max_depth = depth;

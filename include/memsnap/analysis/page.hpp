@@ -144,7 +144,8 @@ SegmentMap segment_map(const snapshot::Device& state, const Accounting& accounti
                        size_t max_segments);
 
 /// The tree without its narrowest subtrees, at most `max_nodes` nodes (the root always
-/// stays); a pruned node's bytes stay in its parent. Returns the nodes left out.
+/// stays); a pruned node's bytes stay in its parent, and only the frames a kept node names
+/// stay (renumbered). Returns the nodes left out.
 size_t prune_flame(FlameTree& tree, size_t max_nodes);
 
 }  // namespace memsnap::analysis
