@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace memsnap::analysis {
@@ -21,24 +20,31 @@ using snapshot::StackId;
 // Sites: thousands of stacks may share one 1 MiB file name, issue 38).
 class ParameterStacks {
  public:
-  explicit ParameterStacks(const Context& ctx) : ctx_(ctx) {}
+  explicit ParameterStacks(const Context& ctx) : ctx_(ctx), memo_(ctx.snap.stacks.size(), kUnknown) {
+    for (uint32_t f = 0; f < ctx.snap.frames.size() && !any_; ++f) any_ = ctx.sites.frame_info(FrameId{f}).parameter;
+  }
+  /// Whether any frame of the snapshot constructs a parameter: without one, no stack does, and
+  /// the passes over the trace that look for parameters have nothing to find.
+  bool any() const { return any_; }
   bool operator()(StackId s) {
-    auto it = memo_.find(s.v);
-    if (it != memo_.end()) return it->second;
-    bool yes = false;
-    for (FrameId f : ctx_.snap.stacks[s]) {
-      if (ctx_.sites.frame_info(f).parameter) {
-        yes = true;
-        break;
-      }
+    if (!any_ || s.v >= memo_.size()) return false;
+    int8_t& known = memo_[s.v];  // by stack id: a hash lookup per event cost 1% of a load
+    if (known == kUnknown) {
+      known = 0;
+      for (FrameId f : ctx_.snap.stacks[s])
+        if (ctx_.sites.frame_info(f).parameter) {
+          known = 1;
+          break;
+        }
     }
-    memo_.emplace(s.v, yes);
-    return yes;
+    return known == 1;
   }
 
  private:
+  static constexpr int8_t kUnknown = -1;
   const Context& ctx_;
-  std::unordered_map<uint32_t, bool> memo_;
+  std::vector<int8_t> memo_;
+  bool any_ = false;
 };
 
 // The loop's line that builds the module: the innermost user frame outside every
@@ -59,16 +65,25 @@ std::optional<FrameId> build_site(const Context& ctx, StackId s, std::optional<F
 }  // namespace
 
 bool shows_training(const Context& ctx, const snapshot::Device& device) {
+  auto training_frame = [&](FrameId f) {
+    const Sites::FrameInfo& fi = ctx.sites.frame_info(f);
+    return fi.kind == FrameKind::User && fi.train;
+  };
+  // No stack of the snapshot shows training (a trace without stacks, an inference run): the
+  // device's events need not be looked at.
+  bool any = false;
+  for (uint32_t s = 0; s < ctx.snap.stacks.size() && !any; ++s)
+    any = ctx.sites.traits(StackId{s}).backward || ctx.sites.traits(StackId{s}).optimizer;
+  for (uint32_t f = 0; f < ctx.snap.frames.size() && !any; ++f) any = training_frame(FrameId{f});
+  if (!any) return false;
   std::vector<bool> seen(ctx.snap.stacks.size(), false);
   auto check = [&](StackId s) {
     if (s.v >= seen.size() || seen[s.v]) return false;
     seen[s.v] = true;
     const StackTraits& t = ctx.sites.traits(s);
     if (t.backward || t.optimizer) return true;
-    for (FrameId f : ctx.snap.stacks[s]) {
-      const Sites::FrameInfo& fi = ctx.sites.frame_info(f);
-      if (fi.kind == FrameKind::User && fi.train) return true;
-    }
+    for (FrameId f : ctx.snap.stacks[s])
+      if (training_frame(f)) return true;
     return false;
   };
   const snapshot::Trace& tr = device.trace;
@@ -82,6 +97,7 @@ bool shows_training(const Context& ctx, const snapshot::Device& device) {
 std::optional<BigLayer> find_big_layer(const Context& ctx, const snapshot::Device& device, uint64_t peak_allocated,
                                        std::optional<uint64_t> capacity, const AntiPatternThresholds& t) {
   ParameterStacks is_param(ctx);
+  if (!is_param.any()) return std::nullopt;
   const snapshot::Trace& tr = device.trace;
   const auto actions = tr.actions();
   std::optional<uint32_t> best;
@@ -129,6 +145,7 @@ std::optional<BigLayer> find_big_layer(const Context& ctx, const snapshot::Devic
 std::optional<ModelPerStep> find_model_per_step(const Context& ctx, const snapshot::Device& device,
                                                 const AntiPatternThresholds& t) {
   ParameterStacks is_param(ctx);
+  if (!is_param.any()) return std::nullopt;
   const snapshot::Trace& tr = device.trace;
   const auto actions = tr.actions();
   struct Site {
