@@ -47,7 +47,7 @@ class ValueStack {
   ValueId operator[](size_t i) const { return buf_[i]; }
 
  private:
-  PodBuffer<ValueId> buf_;
+  util::PodBuffer<ValueId> buf_;
   uint64_t limit_;
 };
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "memsnap/pickle/long.hpp"
+#include "memsnap/pickle/scanner.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/hash.hpp"
 

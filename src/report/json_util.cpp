@@ -3,7 +3,6 @@
 
 #include <vector>
 
-#include "memsnap/report/json.hpp"
 #include "memsnap/util/utf8.hpp"
 
 namespace memsnap::report::detail {
@@ -94,11 +93,3 @@ void write_json(std::ostream& out, const Json& doc) {
 }
 
 }  // namespace memsnap::report::detail
-
-namespace memsnap::report {
-
-void write_json_document(std::ostream& out, const nlohmann::ordered_json& doc) {
-  detail::write_json(out, doc);
-}
-
-}  // namespace memsnap::report

@@ -1,10 +1,11 @@
 // Scanning primitives over pickle bytes, shared by the unpickler and the snapshot fast path.
 //
-// Why one home: both parsers read the same little-endian arguments, hop the same FRAMEs and
-// (the fast path) walk opcodes by their lengths and skip runs of memo GETs. Each primitive
-// here reads only bytes its caller has shown to exist (or says how many it needs), and none
-// throws: the parsers keep their own error policy (the unpickler names the offset and
-// opcode, the fast path hands the input over to the general path).
+// Why one home: both parsers read the same little-endian arguments and LONG payloads
+// (decode_long), hop the same FRAMEs and (the fast path) walk opcodes by their lengths and
+// skip runs of memo GETs. Each primitive here reads only bytes its caller has shown to
+// exist (or says how many it needs), and none throws: the parsers keep their own error
+// policy (the unpickler names the offset and opcode, the fast path hands the input over to
+// the general path).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,36 @@
 #include "memsnap/pickle/opcodes.hpp"
 
 namespace memsnap::pickle {
+
+/// The payload of LONG1/LONG4 (little-endian two's complement), classified once for both
+/// readers: the unpickler's value graph and the snapshot's fast builder.
+struct DecodedLong {
+  enum Kind : uint8_t { Signed, Unsigned, Big };
+  Kind kind = Signed;
+  uint64_t bits = 0;  // Signed: the int64's bits; Unsigned: the value (above INT64_MAX)
+  size_t bytes = 0;   // Big: significant bytes (redundant sign extension dropped)
+};
+
+/// Inline: the fast path's event decoder reads every address through it (a LONG1).
+inline DecodedLong decode_long(const uint8_t* p, size_t len) {
+  if (len == 0) return {};
+  bool neg = p[len - 1] & 0x80;
+  // Drop redundant sign-extension bytes so that the length says how big the value is.
+  size_t n = len;
+  while (n > 1 && p[n - 1] == (neg ? 0xFF : 0x00) && bool(p[n - 2] & 0x80) == neg) --n;
+  if (n <= 8) {
+    uint64_t u = 0;
+    for (size_t i = n; i-- > 0;) u = (u << 8) | p[i];
+    if (neg && n < 8) u |= ~uint64_t{0} << (8 * n);
+    return {DecodedLong::Signed, u, n};
+  }
+  if (n == 9 && !neg && p[8] == 0) {  // 2^63 .. 2^64-1: p[7]'s top bit is set
+    uint64_t u = 0;
+    for (size_t i = 8; i-- > 0;) u = (u << 8) | p[i];
+    return {DecodedLong::Unsigned, u, n};
+  }
+  return {DecodedLong::Big, 0, n};
+}
 
 struct Scanner {
   /// A little-endian integer of type T at p (all supported hosts are little-endian);

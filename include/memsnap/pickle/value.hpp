@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "memsnap/pickle/pod_buffer.hpp"
 #include "memsnap/util/hash.hpp"
 #include "memsnap/util/memory_budget.hpp"
+#include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::pickle {
 
@@ -125,8 +125,8 @@ class ValueGraph {
   uint64_t seed_;
 
   std::span<const uint8_t> input_;
-  PodBuffer<Value> nodes_;
-  PodBuffer<ValueId> items_;
+  util::PodBuffer<Value> nodes_;
+  util::PodBuffer<ValueId> items_;
   std::string side_;
   ValueId root_{0};
   util::MemoryBudget* budget_ = nullptr;

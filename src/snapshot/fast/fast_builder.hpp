@@ -44,7 +44,6 @@
 #include "../fast_build.hpp"
 #include "memo.hpp"
 #include "memsnap/io/read_ahead.hpp"
-#include "memsnap/pickle/long.hpp"
 #include "memsnap/pickle/opcodes.hpp"
 #include "memsnap/pickle/scanner.hpp"
 #include "memsnap/util/flat_map.hpp"
