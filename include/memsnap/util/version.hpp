@@ -2,6 +2,8 @@
 #pragma once
 
 namespace memsnap {
-inline constexpr const char* kVersion = MEMSNAP_VERSION;
+/// The project's version (CMakeLists.txt), compiled into version.cpp alone, so a new version
+/// rebuilds one file, not every file that prints it.
+extern const char* const kVersion;
 inline constexpr int kSchemaVersion = 1;
 }  // namespace memsnap
