@@ -21,14 +21,8 @@ inline int compare_text(std::string_view a, std::string_view b) {
 /// The views it returns live as long as the texts given to it.
 class CanonicalText {
  public:
-  std::string_view operator()(std::string_view v) {
-    std::vector<std::string_view>& seen = by_data_[v.data()];
-    for (std::string_view s : seen)
-      if (s.size() == v.size()) return s;
-    std::string_view c = *texts_.insert(v).first;
-    seen.push_back(c);
-    return c;
-  }
+  /// The one view of v's text: the first view of equal text this was given.
+  std::string_view operator()(std::string_view v);
 
  private:
   std::unordered_map<const char*, std::vector<std::string_view>> by_data_;

@@ -8,7 +8,6 @@
 // on purpose: it only reports (the CLI prints a line on stderr).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -22,8 +21,7 @@ class ProgressTicker {
  public:
   static constexpr uint64_t kDefaultStep = uint64_t{4} << 20;  // every 4 MiB
 
-  ProgressTicker(const ProgressFn* fn, uint64_t total, uint64_t step = kDefaultStep)
-      : fn_(fn && *fn ? fn : nullptr), total_(total), step_(std::max<uint64_t>(step, 1)), next_(fn_ ? 0 : UINT64_MAX) {}
+  ProgressTicker(const ProgressFn* fn, uint64_t total, uint64_t step = kDefaultStep);
 
   /// Reports `done` when it passed the next step (and always at the end).
   void at(uint64_t done) {
@@ -32,15 +30,11 @@ class ProgressTicker {
     report(done);
   }
   /// The phase is complete.
-  void finish() {
-    if (fn_) (*fn_)(total_, total_);
-  }
+  void finish();
 
  private:
-  void report(uint64_t done) {
-    (*fn_)(std::min(done, total_), total_);
-    next_ = done >= total_ ? UINT64_MAX : done + step_;
-  }
+  // The callback and the next step: once per step, out of the reader's loop.
+  void report(uint64_t done);
 
   const ProgressFn* fn_;
   uint64_t total_;
