@@ -18,7 +18,6 @@ using app::Failure;
 using app::Format;
 using app::kBadInput;
 using app::kDefaultMaxMemory;
-using app::kInternalError;
 using app::kOk;
 
 /// Reads what the environment says about loading (MEMSNAP_SPLIT, MEMSNAP_FAST_DEBUG) into

@@ -1,11 +1,10 @@
-// memsnap's entry point: parse the command line, run one command, map errors to exit codes.
+// memsnap's entry point: parse the command line and run one command; app::report_failure
+// words a failed command's error and gives its exit status.
 #include <iostream>
 #include <sstream>
 
 #include "common.hpp"
 #include "memsnap/app/output.hpp"
-#include "memsnap/util/error.hpp"
-#include "memsnap/util/terminal.hpp"
 #include "memsnap/util/version.hpp"
 
 namespace {
@@ -88,21 +87,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "memsnap: " << e.what() << "\nRun 'memsnap --help' for usage.\n";
     return kBadInput;
-  } catch (const Failure& e) {
-    std::cout.flush();
-    std::cerr << "memsnap: " << memsnap::terminal_safe(e.what()) << '\n';
-    return e.code();
-  } catch (const memsnap::UsageError& e) {
-    std::cout.flush();
-    std::cerr << "memsnap: " << memsnap::terminal_safe(e.what()) << '\n';
-    return kBadInput;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "memsnap: out of memory (raise --max-memory only if the machine has it)\n";
-    return kBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "memsnap: internal error: " << memsnap::terminal_safe(e.what())
-              << " (a bug in memsnap; please report it with the command line)\n";
-    return kInternalError;
+  } catch (...) {
+    return memsnap::app::report_failure();  // the command's own error, in one line
   }
   return memsnap::app::finish_stdout(checked_stdout, kOk);
 }

@@ -20,4 +20,10 @@ class Failure : public std::runtime_error {
   int code_;
 };
 
+/// How a command that threw ends; call it inside a `catch (...)`. Prints the one line on
+/// stderr, "memsnap: <message>" for a Failure or a UsageError (stdout flushed first), the
+/// out-of-memory line, or "memsnap: internal error: ..." for any other std::exception, and
+/// returns the exit status. An exception of no std type goes on (std::terminate, as before).
+int report_failure();
+
 }  // namespace memsnap::app
