@@ -6,12 +6,26 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "memsnap/util/hash.hpp"
 
 namespace memsnap {
+
+namespace detail {
+/// The key of a free slot.
+inline constexpr uint64_t kFlatMapFree = UINT64_MAX;
+/// FlatMap64's growth, one function for every value type (flat_map.cpp): copies each used
+/// slot of `from` (`count` slots of `slot_bytes` bytes, the key in a slot's first 8, a free
+/// one's kFlatMapFree) into the free table `to` (mask + 1 slots) at the key's home, the top
+/// bits of hash_u64(key, seed) past `shift`, or the first free slot after it: where
+/// try_emplace would put it, in the same order, so the new table is the one that inserting
+/// the entries anew would build.
+void flat_map_place(const void* from, size_t count, void* to, size_t mask, unsigned shift, uint64_t seed,
+                    size_t slot_bytes);
+}  // namespace detail
 
 template <class V>
 class FlatMap64 {
@@ -82,6 +96,8 @@ class FlatMap64 {
   }
 
   void clear() {
+    slots_.clear();
+    size_ = 0;
     has_empty_ = false;
     rehash(16);
   }
@@ -91,7 +107,7 @@ class FlatMap64 {
   // value alone (16 bytes for an 8-byte value, not 24: the replay's undo probes such a map
   // once per trace event, and its misses in the cache were most of that pass's time). The key
   // kEmpty itself, which only a hostile file gives, lives beside the array.
-  static constexpr uint64_t kEmpty = UINT64_MAX;
+  static constexpr uint64_t kEmpty = detail::kFlatMapFree;
   static constexpr size_t kNone = SIZE_MAX;
   // The slot holding key (not kEmpty), or kNone.
   size_t find_slot(uint64_t key) const {
@@ -126,6 +142,9 @@ class FlatMap64 {
     uint64_t key = kEmpty;
     V value{};
   };
+  // Growth copies slots as bytes (detail::flat_map_place), the key first.
+  static_assert(std::is_trivially_copyable_v<Slot> && std::is_standard_layout_v<Slot>,
+                "FlatMap64 holds trivially copyable values");
   // The top bits of the project's seeded 64-bit hash (util::hash_u64: the key xor a random
   // per-process seed, then mix64's two multiplies and three xor-shifts), so an input cannot
   // aim at colliding keys without the seed. Multiply-shift (one multiply, the product's top
@@ -138,14 +157,13 @@ class FlatMap64 {
   // usual); folding the 128-bit product's halves (util::fold_mul) worst 1.03M; mix64 median
   // 122k, worst 178k. A hash map's worst seed is some user's run: the mix is kept.
   size_t home(uint64_t key) const { return static_cast<size_t>(util::hash_u64(key, seed_) >> shift_); }
+  // The loop over every entry is out of line: a map grows a few dozen times at most.
   void rehash(size_t n) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(n, Slot{});
     mask_ = n - 1;
     shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(n));  // n is a power of two
-    size_ = has_empty_ ? 1 : 0;
-    for (const Slot& s : old)
-      if (s.key != kEmpty) try_emplace(s.key, s.value);
+    detail::flat_map_place(old.data(), old.size(), slots_.data(), mask_, shift_, seed_, sizeof(Slot));
   }
 
   std::vector<Slot> slots_;
