@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "memsnap/snapshot/model.hpp"
-#include "memsnap/util/dict_column.hpp"
-#include "memsnap/util/lazy_column.hpp"
+#include "memsnap/util/columns.hpp"
 
 using memsnap::snapshot::Action;
 using memsnap::snapshot::StackId;

@@ -52,8 +52,8 @@
 #include "memsnap/analysis/allocator_model.hpp"
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/snapshot/model.hpp"
+#include "memsnap/util/columns.hpp"
 #include "memsnap/util/flat_map.hpp"
-#include "memsnap/util/index_iterator.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::analysis {

@@ -15,10 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "memsnap/util/dict_column.hpp"
+#include "memsnap/util/columns.hpp"
 #include "memsnap/util/hash.hpp"
-#include "memsnap/util/index_iterator.hpp"
-#include "memsnap/util/lazy_column.hpp"
 #include "memsnap/util/pod_buffer.hpp"
 
 namespace memsnap::snapshot {
