@@ -1,6 +1,7 @@
-// -o files, the checked final flush of stdout, and the progress line.
+// -o files, stdout's text style and checked final flush, and the progress line.
 #include "memsnap/app/output.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "memsnap/app/failure.hpp"
@@ -73,6 +75,20 @@ void bound_output(io::OutputFile& out, const std::string& max_output, uint64_t i
                         : " (--max-output)";
   out.set_limit(limit, out.shown() + ": the output would exceed " + human_bytes(limit) + why +
                            (out.is_stdout() ? ": stopped there" : ": the file is left as it was"));
+}
+
+report::TextStyle stdout_text_style(bool no_color, const char* no_color_env, const char* columns_env) {
+  report::TextStyle s;
+  bool tty = isatty(STDOUT_FILENO) != 0;
+  s.color = tty && !no_color && !(no_color_env && *no_color_env);
+  struct winsize ws {};
+  long cols = 0;
+  if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+    cols = ws.ws_col;
+  else if (columns_env)
+    cols = std::strtol(columns_env, nullptr, 10);
+  if (cols >= 40) s.width = static_cast<int>(std::min(cols, 240L));  // a sane terminal, whatever COLUMNS says
+  return s;
 }
 
 int finish_stdout(io::CheckedStdout& out, int status) {

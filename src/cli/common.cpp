@@ -1,13 +1,11 @@
-// The shared options, the environment, and the terminal's width and colour.
+// The shared options and the environment (the terminal's width and colour: app/output).
 #include "common.hpp"
-
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
 #include <string_view>
 
+#include "memsnap/app/output.hpp"
 #include "memsnap/app/stacks.hpp"
 
 namespace memsnap::cli {
@@ -84,18 +82,7 @@ void add_quiet_option(CLI::App& cmd, bool& quiet) {
 }
 
 report::TextStyle text_style(const CommonOptions& o) {
-  report::TextStyle s;
-  bool tty = isatty(STDOUT_FILENO) != 0;
-  const char* no_color = std::getenv("NO_COLOR");
-  s.color = tty && !o.no_color && !(no_color && *no_color);
-  struct winsize ws {};
-  long cols = 0;
-  if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
-    cols = ws.ws_col;
-  else if (const char* env = std::getenv("COLUMNS"))
-    cols = std::strtol(env, nullptr, 10);
-  if (cols >= 40) s.width = static_cast<int>(std::min(cols, 240L));  // a sane terminal, whatever COLUMNS says
-  return s;
+  return app::stdout_text_style(o.no_color, std::getenv("NO_COLOR"), std::getenv("COLUMNS"));
 }
 
 void add_state_options(CLI::App& cmd, app::StateOptions& o) {

@@ -40,7 +40,8 @@ void add_quiet_option(CLI::App& cmd, bool& quiet);
 void add_max_memory_option(CLI::App& cmd, std::string& max_memory);
 /// --max-output SIZE on a command whose output can outgrow its input (export, flame, callgraph).
 void add_max_output_option(CLI::App& cmd, std::string& max_output);
-/// Terminal width (40 to 240 columns) and colour for stdout.
+/// Terminal width (40 to 240 columns) and colour for stdout: app::stdout_text_style, given
+/// NO_COLOR and COLUMNS.
 report::TextStyle text_style(const CommonOptions& options);
 /// FILE, --device, --at, --state, --cpp, --max-memory, --max-output and -q of flame and callgraph.
 void add_stack_options(CLI::App& cmd, app::StackArgs& args);

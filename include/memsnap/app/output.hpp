@@ -1,4 +1,4 @@
-// A command's output files and progress: -o through io::OutputFile, the final
+// A command's output files and progress: -o through io::OutputFile, the text style and final
 // flush of stdout, and the progress line on stderr. Every command that writes uses these.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memsnap/io/output_file.hpp"
+#include "memsnap/report/analyze.hpp"
 #include "memsnap/util/progress.hpp"
 
 namespace memsnap::app {
@@ -32,6 +33,11 @@ inline constexpr uint64_t kOutputFloor = uint64_t{64} << 20;
 uint64_t output_bound(const std::string& max_output, uint64_t input_bytes);
 /// Sets `out`'s bound (write_output stops the writer there with one line, exit 2).
 void bound_output(io::OutputFile& out, const std::string& max_output, uint64_t input_bytes);
+/// How text goes to stdout: colour when stdout is a terminal and neither --no-color
+/// (`no_color`) nor a non-empty NO_COLOR (`no_color_env`) says no; the width the terminal
+/// reports, else COLUMNS (`columns_env`), when 40 columns or more, at most 240 (80 when
+/// neither says). The CLI reads the two variables (nothing below it reads the environment).
+report::TextStyle stdout_text_style(bool no_color, const char* no_color_env, const char* columns_env);
 /// The end of main: `status`, or 2 with "memsnap: <stdout>: cannot write: REASON" on stderr
 /// when anything written to standard output was lost.
 int finish_stdout(io::CheckedStdout& out, int status);
