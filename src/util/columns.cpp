@@ -2,7 +2,9 @@
 // compiled here for the value types memsnap stores: LazyColumn<uint16_t> (a DictColumn's
 // indices), LazyColumn<uint32_t> (the trace's stacks), DictColumn<uint32_t> (the upper
 // halves of addresses) and DictColumn<uint64_t> (streams). LLVM's SmallVector keeps its
-// growth out of line the same way.
+// growth out of line the same way. Without its widening inline, DictColumn::push_back is
+// small enough to be inlined into Trace::push_back: the 10 MB benchmark file's load ran
+// 2.6% fewer instructions (cachegrind, bench_load).
 #include "memsnap/util/columns.hpp"
 
 namespace memsnap::util {
