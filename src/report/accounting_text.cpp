@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memsnap/analysis/allocator_rules.hpp"
+#include "memsnap/analysis/sites.hpp"
 #include "memsnap/util/units.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
@@ -151,6 +152,16 @@ void write_pinning_site(std::ostream& out, const analysis::PinningSite& s, size_
   }
 }
 
+// Why blocks at the dump have no stack: the allocator records one only while memory history
+// recording is on, so blocks allocated before it began have none.
+std::string no_stack_note(const analysis::Accounting& f) {
+  if (f.stacks_recorded)
+    return "allocated before memory history recording began: the file keeps no stack for them (start "
+           "recording before the model is built to see their sites)";
+  return "this file has no stacks: memory history recording was off, or ran with context=None (record with "
+         "torch.cuda.memory._record_memory_history() before the model is built to see the sites)";
+}
+
 // The sites that pin stranded memory, the top few in full and the rest in one line.
 void write_pinning_sites(std::ostream& out, const analysis::Accounting& f, const TextStyle& style, size_t width) {
   out << '\n' << "  " << heading("pinning sites", style) << ": allocated blocks in segments holding stranded memory\n";
@@ -159,7 +170,10 @@ void write_pinning_sites(std::ostream& out, const analysis::Accounting& f, const
   out << "    " << pad_right("site", site_w) << pad_left("blocks", 8) << pad_left("live", 12)
       << pad_left("stranded", 12) << '\n';
   size_t shown = std::min(kTopSites, f.pinning_sites.size());
-  for (size_t i = 0; i < shown; ++i) write_pinning_site(out, f.pinning_sites[i], site_w, width);
+  for (size_t i = 0; i < shown; ++i) {
+    write_pinning_site(out, f.pinning_sites[i], site_w, width);
+    if (f.pinning_sites[i].site == analysis::Sites::kNoStack) out << wrap_block(no_stack_note(f), width, 6);
+  }
   if (f.pinning_sites.size() > shown) {
     uint64_t rest = 0, blocks = 0;
     for (size_t i = shown; i < f.pinning_sites.size(); ++i) {

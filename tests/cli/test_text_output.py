@@ -54,6 +54,34 @@ for f in files:
         notes += bool(want)
 check("no-stack notes seen", notes >= 1, str(notes))
 
+# The pinning table's `<no stack recorded>` row says why too, from the file itself (its export
+# in PyTorch's schema): some live block or trace event has a stack (those blocks were allocated
+# before recording began), or none has (recorded without stacks).
+pin_notes = {True: 0, False: 0}
+for f in files:
+    rc, out, err = run(["export", "--format", "json", f])
+    doc = json.loads(out) if rc == 0 else {}
+    if len(doc.get("device_traces", [])) > 1 or not doc:
+        continue
+    recorded = any(b.get("frames") for s in doc["segments"] for b in s["blocks"] if b["state"] != "inactive") or \
+        any(e.get("frames") for t in doc.get("device_traces", []) for e in t)
+    want = "allocated before memory history recording began" if recorded else "this file has no stacks"
+    lines = run(["analyze", f], env)[1].splitlines()
+    def paragraph_head(i):  # the first line of the blank-line-separated section holding line i
+        while i > 0 and lines[i - 1].strip():
+            i -= 1
+        return lines[i]
+
+    rows = [i for i, l in enumerate(lines) if l.startswith("    <no stack recorded>")
+            and paragraph_head(i).startswith("  pinning sites:")]
+    for i in rows:
+        got = lines[i + 2].strip() if i + 2 < len(lines) else ""
+        check("%s: the no-stack pinning row says why" % os.path.basename(f), got.startswith(want),
+              "%r, want %r" % (got, want))
+        pin_notes[recorded] += 1
+check("no-stack pinning notes seen, both kinds", pin_notes[True] >= 1 and (pin_notes[False] >= 1 or not REALDATA),
+      str(pin_notes))
+
 # A hostile snapshot: control characters, an escape sequence and newlines in every
 # string a report prints (file and function names, the allocator settings, an action).
 ESC = "\x1b]0;pwned\x07\x1b[2J"
