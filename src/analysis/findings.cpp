@@ -66,6 +66,18 @@ FindingKind oom_kind(OomCause c) {
 
 }  // namespace
 
+bool about_oom(FindingKind k) {
+  switch (k) {
+    case FindingKind::OomFragmentation:
+    case FindingKind::OomSegmentRounding:
+    case FindingKind::OomLeak:
+    case FindingKind::OomExternal:
+    case FindingKind::OomCapacity:
+    case FindingKind::OomRetryInExcept: return true;
+    default: return false;
+  }
+}
+
 const char* to_string(FindingKind k) {
   for (const auto& kn : kKindNames)
     if (kn.kind == k) return kn.name;

@@ -27,6 +27,7 @@ Json findings_json(const analysis::DeviceAnalysis& d, const snapshot::AllocatorS
                    {"message", w.message},
                    {"advice", w.advice},
                    {"bytes", f.bytes}});
+    if (analysis::about_oom(f.kind)) arr.back()["oom_index"] = f.index;  // into the device's "ooms"
   }
   return arr;
 }

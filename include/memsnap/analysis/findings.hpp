@@ -47,6 +47,8 @@ enum class FindingKind : uint8_t {
 
 /// The stable identifier scripts match on ("oom_fragmentation", "leak_growth", ...).
 const char* to_string(FindingKind k);
+/// Whether the finding is about one explained OOM (its `index` is then into DeviceAnalysis::ooms.explained).
+bool about_oom(FindingKind k);
 std::optional<FindingKind> finding_kind_from_string(std::string_view s);
 
 /// One conclusion. `index` says which element of its section it is about (the OOM

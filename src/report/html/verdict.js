@@ -57,10 +57,15 @@ function deviceVerdict(file, fi, d) {
       j.iterations_evidence));
   if (j.structure && j.structure.description) card.appendChild(text('div', 'evidence', 'structure: ' + j.structure.description));
   if (j.leaks && j.leaks.length) card.appendChild(leakTable(j.leaks, base + 'leaks.'));
+  // The OOM box above is the last OOM's finding in full: the list leaves out its cause finding
+  // (the retry-in-except anti-pattern, a finding of its own, stays).
+  var shown = j.oom && j.ooms ? j.ooms.length - 1 : -1;
   var findings = j.findings || [];
-  if (findings.length) {
+  var listed = function (f) { return !(f.oom_index === shown && f.kind !== 'oom_retry_in_except'); };
+  if (findings.some(listed)) {
     card.appendChild(text('h4', '', 'findings'));
     findings.forEach(function (f, k) {
+      if (!listed(f)) return;
       var box = el('div', 'finding');
       box.dataset.kind = f.kind;
       var head = el('div', '', [text('span', 'chip ' + f.severity, f.severity), text('span', 'kind', f.kind)]);
