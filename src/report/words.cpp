@@ -174,19 +174,29 @@ Words one_pass_words(const Finding& f, const DeviceAnalysis& d) {
 
 Words retry_words(const Churn& c) {
   Words w;
-  w.message = "cudaMalloc failed " + plural(c.retries, "time", "times") +
-              " and each time the allocator emptied its cache and retried: " + human_bytes(c.retry_freed_bytes) +
-              " in " + plural(c.retry_segments, "cached segment", "cached segments") +
-              " went back to CUDA (the largest flush " + human_bytes(c.retry_largest_burst_bytes) +
-              "), each flush followed at once by a new segment for the request that failed.";
+  if (c.retries == 1)
+    w.message =
+        "cudaMalloc failed once and the allocator emptied its cache and retried: " + human_bytes(c.retry_freed_bytes) +
+        " in " + plural(c.retry_segments, "cached segment", "cached segments") +
+        " went back to CUDA, followed at once by a new segment for the request that failed.";
+  else
+    w.message = "cudaMalloc failed " + plural(c.retries, "time", "times") +
+                " and each time the allocator emptied its cache and retried: " + human_bytes(c.retry_freed_bytes) +
+                " in " + plural(c.retry_segments, "cached segment", "cached segments") +
+                " went back to CUDA (the largest flush " + human_bytes(c.retry_largest_burst_bytes) +
+                "), each flush followed at once by a new segment for the request that failed.";
   if (!c.retry_sites.empty()) {
     const RetrySite& r = c.retry_sites.front();
-    w.message += " The most from " + r.site + ": " + plural(r.retries, "retry", "retries") + ", requests up to " +
-                 human_bytes(r.largest_request_bytes) + ".";
+    if (c.retries == 1)
+      w.message += " The " + human_bytes(r.largest_request_bytes) + " request came from " + r.site + ".";
+    else
+      w.message += " The most from " + r.site + ": " + plural(r.retries, "retry", "retries") + ", requests up to " +
+                   human_bytes(r.largest_request_bytes) + ".";
   }
-  w.message +=
-      " Every flush synchronises the device and frees memory the job needs again: it runs at the edge "
-      "of memory.";
+  w.message += c.retries == 1 ? " A flush synchronises the device and frees memory the job needs again: it ran at "
+                                "the edge of memory."
+                              : " Every flush synchronises the device and frees memory the job needs again: it runs at "
+                                "the edge of memory.";
   w.advice =
       "Leave headroom: a smaller batch or sequence, or free tensors earlier (`del x` as soon as it is no longer "
       "needed); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets the cache grow without flushing it.";

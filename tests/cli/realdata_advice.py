@@ -53,6 +53,16 @@ for name in files:
                 fail("%s dev%d: %s fired on a real file" % (name, d["device"], k))
         if v["training"] and "activations_kept_without_backward" in kinds:
             fail("%s dev%d: no_grad advice on a file that shows training" % (name, d["device"]))
+        # The flush-and-retry words count as the churn figures do: one retry is "once", no
+        # "each time" or "the most from" a single event.
+        for f in d["findings"]:
+            if f["kind"] != "cache_flush_retry":
+                continue
+            n = d["churn"]["cache_flush_retries"]
+            said = ("cudaMalloc failed once and" in f["message"] and "each time" not in f["message"]) if n == 1 \
+                else "cudaMalloc failed %d times and each time" % n in f["message"]
+            if not said:
+                fail("%s dev%d: %d retries worded %r" % (name, d["device"], n, f["message"][:120]))
     want = set()
     for prefix, kinds in CHURN.items():
         if name.startswith(prefix):
