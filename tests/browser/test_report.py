@@ -144,7 +144,8 @@ DOM_FIGURES = """(() => Array.from(document.querySelectorAll('#verdict [data-jso
   [e.dataset.json, e.dataset.value, e.textContent]))()"""
 DOM_FINDINGS = """(() => Array.from(document.querySelectorAll('#verdict .card')).map(c =>
   [c.dataset.file, c.dataset.device, Array.from(c.querySelectorAll('.finding')).map(f => f.dataset.kind),
-   (c.querySelector('[data-cause]') || {dataset: {}}).dataset.cause || null]))()"""
+   (c.querySelector('[data-cause]') || {dataset: {}}).dataset.cause || null,
+   c.querySelector('.oombox') ? c.querySelector('.oombox').textContent : null]))()"""
 DOM_PINS = """(() => Array.from(document.querySelectorAll('#fragmentation .card')).map(c =>
   [c.dataset.device, Array.from(c.querySelectorAll('[data-moment]')).filter(p => p.tagName === 'DIV').map(p =>
     [p.dataset.moment, Array.from(p.querySelectorAll('table tr.click')).map(r =>
@@ -177,7 +178,7 @@ def check_page(b, name, html_path, docs, data):
             check(name + ": " + path, value == str(want), (value, want))
         shown = human_bytes(want) if "bytes" in parts[-1] else commas(want)
         check(name + ": " + path + " reads", text == shown, (text, shown))
-    for f, dev, kinds, cause in b.eval(DOM_FINDINGS):
+    for f, dev, kinds, cause, box in b.eval(DOM_FINDINGS):
         doc = docs[int(f)]
         d = [x for x in doc["devices"] if x["device"] == int(dev)][0]
         # The OOM box is the last OOM's cause finding in full: the list leaves that one out.
@@ -188,6 +189,12 @@ def check_page(b, name, html_path, docs, data):
         check(name + ": the OOM's cause finding in the box, not the list, device %s" % dev,
               not d["oom"] or "oom_" + d["oom"]["cause"].replace("-", "_") not in kinds, kinds)
         check(name + ": OOM cause of device %s" % dev, cause == (d["oom"]["cause"] if d["oom"] else None), cause)
+        # The box's largest free block is the request's pool and stream's (the tiles are the device's)
+        if d["oom"] and d["oom"].get("pool"):
+            o = d["oom"]
+            where = "largest free block %s in the %s pool" % (human_bytes(o["largest_free_block_bytes"]), o["pool"])
+            check(name + ": the OOM box names the pool of its largest free block, device %s" % dev,
+                  box and where in " ".join(box.split()), (where, (box or "")[:300]))
     if len(docs) == 1:  # one file: its cards in device order
         pins = b.eval(DOM_PINS)
         any_pins = any(s["pinning_sites"] for d in data["files"][0]["devices"] for s in d.get("states", [])

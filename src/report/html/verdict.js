@@ -97,7 +97,7 @@ function oomBox(o, base, j) {
   box.appendChild(el('div', 'row', [text('span', 'label', 'site'), text('span', 'site', o.site || 'n/a')]));
   box.appendChild(el('div', 'row', [text('span', 'label', 'state'), 'allocated ', num(o.allocated_bytes, base + 'allocated_bytes'),
     ', reserved ', num(o.reserved_bytes, base + 'reserved_bytes'), ', free in the cache ', num(o.free_cached_bytes, base + 'free_cached_bytes'),
-    ', largest free block ', num(o.largest_free_block_bytes, base + 'largest_free_block_bytes'),
+    ', largest free block ', num(o.largest_free_block_bytes, base + 'largest_free_block_bytes'), poolOf(o, base),
     o.device_free_bytes !== null ? [', device free ', num(o.device_free_bytes, base + 'device_free_bytes')] : '']));
   if (o.advice && o.advice.length) {
     box.appendChild(text('div', 'label', 'fix'));
@@ -113,6 +113,14 @@ function oomBox(o, base, j) {
   }
   if (j.ooms && j.ooms.length > 1) box.appendChild(text('div', 'evidence', j.oom_events + ' out-of-memory events; this is the last one'));
   return box;
+}
+// Where the request looked: its stream and pool (the tiles above are the whole device's).
+function poolOf(o, base) {
+  if (!o.pool) return '';
+  var where = ' in the ' + o.pool + ' pool' + (o.stream !== null && o.stream !== undefined ? ' on stream ' + o.stream : '');
+  if (o.largest_free_block_any_bytes === undefined || o.largest_free_block_any_bytes === o.largest_free_block_bytes)
+    return where;
+  return [where, ' (', num(o.largest_free_block_any_bytes, base + 'largest_free_block_any_bytes'), ' in any pool)'];
 }
 function leakTable(leaks, base) {
   var wrap = el('div');
