@@ -17,7 +17,7 @@ void flat_map_place(const void* from, size_t count, void* to, size_t mask, unsig
   for (const unsigned char* s = src; s != src + count * slot_bytes; s += slot_bytes) {
     uint64_t key = key_at(s);
     if (key == kFlatMapFree) continue;
-    size_t i = static_cast<size_t>(util::hash_u64(key, seed) >> shift);
+    size_t i = flat_map_home(key, seed, shift);
     while (key_at(dst + i * slot_bytes) != kFlatMapFree) i = (i + 1) & mask;
     std::memcpy(dst + i * slot_bytes, s, slot_bytes);
   }

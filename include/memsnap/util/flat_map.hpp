@@ -17,6 +17,11 @@ namespace memsnap {
 namespace detail {
 /// The key of a free slot.
 inline constexpr uint64_t kFlatMapFree = UINT64_MAX;
+/// A key's home slot: the top bits of its seeded hash past `shift` (FlatMap64::home and the
+/// growth below both place keys by it).
+inline size_t flat_map_home(uint64_t key, uint64_t seed, unsigned shift) {
+  return static_cast<size_t>(util::hash_u64(key, seed) >> shift);
+}
 /// FlatMap64's growth, one function for every value type (flat_map.cpp): copies each used
 /// slot of `from` (`count` slots of `slot_bytes` bytes, the key in a slot's first 8, a free
 /// one's kFlatMapFree) into the free table `to` (mask + 1 slots) at the key's home, the top
@@ -156,7 +161,7 @@ class FlatMap64 {
   // 798k, worst 1.05M (a replay 7x slower: 1,170 million instructions where 155 million is
   // usual); folding the 128-bit product's halves (util::fold_mul) worst 1.03M; mix64 median
   // 122k, worst 178k. A hash map's worst seed is some user's run: the mix is kept.
-  size_t home(uint64_t key) const { return static_cast<size_t>(util::hash_u64(key, seed_) >> shift_); }
+  size_t home(uint64_t key) const { return detail::flat_map_home(key, seed_, shift_); }
   // The loop over every entry is out of line: a map grows a few dozen times at most.
   void rehash(size_t n) {
     std::vector<Slot> old = std::move(slots_);
