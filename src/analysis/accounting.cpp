@@ -223,10 +223,7 @@ Accounting account(const Context& ctx, const snapshot::Device& d) {
     a.pools.push_back(std::move(p));
   }
   for (uint64_t s : a.block_stranded) a.pinning_blocks += s != 0;
-  for (size_t i = 0; i < d.blocks.size() && !a.stacks_recorded; ++i)
-    a.stacks_recorded = d.blocks[i].is_active() && !ctx.snap.stacks[d.blocks[i].stack].empty();
-  for (size_t i = 0; i < d.trace.size() && !a.stacks_recorded; ++i)
-    a.stacks_recorded = !ctx.snap.stacks[d.trace.stack_at(i)].empty();
+  a.stacks_recorded = ctx.snap.stacks.has_frames();
   std::vector<uint8_t> all(d.segments.size(), 1);
   a.pinning_sites = detail::collect_pinning_sites(ctx, d, a, all);
   return a;

@@ -153,11 +153,11 @@ void write_pinning_site(std::ostream& out, const analysis::PinningSite& s, size_
 }
 
 // Why blocks at the dump have no stack: the allocator records one only while memory history
-// recording is on, so blocks allocated before it began have none.
+// recording is on, so blocks allocated before it began (or after it stopped) have none.
 std::string no_stack_note(const analysis::Accounting& f) {
   if (f.stacks_recorded)
-    return "allocated before memory history recording began: the file keeps no stack for them (start "
-           "recording before the model is built to see their sites)";
+    return "allocated while memory history recording was off (before it began, or after it stopped): the "
+           "file keeps no stack for them (record from before the model is built to see their sites)";
   return "this file has no stacks: memory history recording was off, or ran with context=None (record with "
          "torch.cuda.memory._record_memory_history() before the model is built to see the sites)";
 }

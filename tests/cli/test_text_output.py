@@ -55,17 +55,17 @@ for f in files:
 check("no-stack notes seen", notes >= 1, str(notes))
 
 # The pinning table's `<no stack recorded>` row says why too, from the file itself (its export
-# in PyTorch's schema): some live block or trace event has a stack (those blocks were allocated
-# before recording began), or none has (recorded without stacks).
+# in PyTorch's schema): some segment, block or trace event has a stack (those blocks were
+# allocated while recording was off: before it began or after it stopped), or none has.
 pin_notes = {True: 0, False: 0}
 for f in files:
     rc, out, err = run(["export", "--format", "json", f])
     doc = json.loads(out) if rc == 0 else {}
     if len(doc.get("device_traces", [])) > 1 or not doc:
         continue
-    recorded = any(b.get("frames") for s in doc["segments"] for b in s["blocks"] if b["state"] != "inactive") or \
+    recorded = any(s.get("frames") or any(b.get("frames") for b in s["blocks"]) for s in doc["segments"]) or \
         any(e.get("frames") for t in doc.get("device_traces", []) for e in t)
-    want = "allocated before memory history recording began" if recorded else "this file has no stacks"
+    want = "allocated while memory history recording was off" if recorded else "this file has no stacks"
     lines = run(["analyze", f], env)[1].splitlines()
     def paragraph_head(i):  # the first line of the blank-line-separated section holding line i
         while i > 0 and lines[i - 1].strip():

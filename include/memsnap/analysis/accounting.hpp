@@ -148,7 +148,7 @@ struct Accounting {
   uint64_t releasable_partial_bytes = 0;     // ... those pages
   uint64_t stranding_segments = 0;           // segments with stranded bytes
   uint64_t pinning_blocks = 0;               // allocated blocks sharing stranded bytes
-  bool stacks_recorded = false;              // some active block, or some event of the trace, has a stack
+  bool stacks_recorded = false;              // the file has stacks (of any device, block, segment or event)
   std::vector<SegmentAccount> segments;      // parallel to Device::segments
   std::vector<PoolAccount> pools;            // by pool, private pool id, stream
   std::vector<PinningSite> pinning_sites;    // most stranded bytes first

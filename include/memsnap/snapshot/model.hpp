@@ -100,6 +100,8 @@ class StackTable {
     return {frames_.data() + ranges_[id.v].first, ranges_[id.v].second};
   }
   size_t size() const { return ranges_.size(); }
+  /// Whether any stack has a frame: the file was recorded with stacks (stack 0 is the empty one).
+  bool has_frames() const { return !frames_.empty(); }
   size_t memory_bytes() const { return frames_.capacity() * 4 + ranges_.capacity() * 8 + index_.size() * 40; }
   /// The same stacks with the same ids.
   bool operator==(const StackTable& o) const;
