@@ -1,4 +1,4 @@
-// `memsnap completions bash|zsh` (hidden): the CLI definition itself walked into a plain spec
+// `memsnap completions bash|zsh|fish` (hidden): the CLI definition itself walked into a plain spec
 // of commands, options and choices; app/completions.hpp writes the scripts from it.
 #include <memory>
 
@@ -67,9 +67,9 @@ struct CompletionArgs {
 
 void add_completions(CLI::App& app) {
   auto args = std::make_shared<CompletionArgs>();
-  CLI::App* cmd = app.add_subcommand("completions", "Shell completion script for bash or zsh, on stdout");
+  CLI::App* cmd = app.add_subcommand("completions", "Shell completion script for bash, zsh or fish, on stdout");
   cmd->group("");  // hidden: for packagers and the build, not listed in --help
-  cmd->add_option("SHELL", args->shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  cmd->add_option("SHELL", args->shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
   cmd->add_option("-o,--output", args->output, "Output file (default: - for stdout)")->option_text("OUT");
   CLI::App* root = &app;
   cmd->callback([args, root] {

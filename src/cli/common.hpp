@@ -60,7 +60,7 @@ void add_report(CLI::App& app);
 void add_check(CLI::App& app);
 void add_merge(CLI::App& app);
 void add_simulate(CLI::App& app);
-/// The hidden `completions bash|zsh`: shell completion generated from `app` itself.
+/// The hidden `completions bash|zsh|fish`: shell completion generated from `app` itself.
 void add_completions(CLI::App& app);
 
 }  // namespace memsnap::cli

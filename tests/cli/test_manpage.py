@@ -3,6 +3,7 @@
 # generated from the same definition and work; `cmake --install` installs binary, page and completions.
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,8 +60,11 @@ with tempfile.TemporaryDirectory() as tmp:
     check("completions bash", rc == 0 and so == "" and se == "", "%d %r" % (rc, se))
     rc, so, se = run(["completions", "zsh", "-o", zsh_file])
     check("completions zsh", rc == 0 and so == "" and se == "", "%d %r" % (rc, se))
-    rc, so, se = run(["completions", "fish"])
-    check("completions fish refused", rc == 2 and "fish" in se, "%d %r" % (rc, se))
+    fish_file = os.path.join(tmp, "memsnap.fish")
+    rc, so, se = run(["completions", "fish", "-o", fish_file])
+    check("completions fish", rc == 0 and so == "" and se == "", "%d %r" % (rc, se))
+    rc, so, se = run(["completions", "tcsh"])
+    check("completions tcsh refused", rc == 2 and "tcsh" in se, "%d %r" % (rc, se))
     rc, so, se = run(["--help"])
     check("completions is hidden from --help", "completions" not in so, so)
     bash_text = open(bash_file).read()
@@ -117,13 +121,32 @@ print -r -- "$out" | tr -d '\\r' | grep -a "^RESULT:" | tail -1
                 got = "(no answer from zsh in 60 s)"
             check("zsh completes %r" % typed, want in got, repr(got))
 
+    fish = shutil.which("fish")
+    if not fish:
+        print("SKIPPED: fish is not installed (the fish script is only generated)")
+    else:
+        check("fish -n", subprocess.run([fish, "--no-execute", fish_file]).returncode == 0)
+
+        def fish_complete(line):
+            # fish's own completion engine on a typed line: the candidates, without descriptions.
+            p = subprocess.run([fish, "--no-config", "-c", "source %s; complete -C %s" % (fish_file, shlex.quote(line))],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp, timeout=60)
+            return sorted(l.split("\t")[0] for l in p.stdout.splitlines())
+
+        for typed, want in (("memsnap ex", ["export"]), ("memsnap export --fr", ["--from", "--from-time"]),
+                            ("memsnap export --format ", ["json", "perfetto", "pickle"]),
+                            ("memsnap export --last ", []), ("memsnap analyze memsnap.f", ["memsnap.fish"]),
+                            ("memsnap segments --to", ["--top"])):
+            got = fish_complete(typed)
+            check("fish completes %r" % typed, got == want, got)
+
     # --- cmake --install: binary, manual page, completions -------------------------------------------
     prefix = os.path.join(tmp, "prefix")
     p = subprocess.run([CMAKE, "--install", BUILD, "--prefix", prefix], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     check("cmake --install", p.returncode == 0, p.stderr)
     for rel in ("bin/memsnap", "share/man/man1/memsnap.1", "share/bash-completion/completions/memsnap",
-                "share/zsh/site-functions/_memsnap"):
+                "share/zsh/site-functions/_memsnap", "share/fish/vendor_completions.d/memsnap.fish"):
         check("installed " + rel, os.path.isfile(os.path.join(prefix, rel)), os.listdir(prefix))
     installed = os.path.join(prefix, "bin", "memsnap")
     if os.path.isfile(installed):

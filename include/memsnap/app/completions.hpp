@@ -1,5 +1,5 @@
-// Shell completion scripts (`memsnap completions bash|zsh`): the commands and options as a
-// plain spec, and the bash and zsh scripts written from it. The CLI fills the spec by walking
+// Shell completion scripts (`memsnap completions bash|zsh|fish`): the commands and options as a
+// plain spec, and the bash, zsh and fish scripts written from it. The CLI fills the spec by walking
 // its own option definitions (src/cli/cmd_completions.cpp), so the scripts cannot drift from
 // --help; nothing here knows the option parser.
 #pragma once
@@ -37,7 +37,11 @@ void write_bash_completion(std::ostream& out, const CompletionSpec& spec);
 /// The zsh completion script (`#compdef memsnap`, _arguments specs per command).
 void write_zsh_completion(std::ostream& out, const CompletionSpec& spec);
 
-/// `memsnap completions SHELL -o OUTPUT`: the script for "bash" or "zsh" to OUTPUT ("-": stdout).
+/// The fish completion script (`complete -c memsnap` lines, options per command).
+void write_fish_completion(std::ostream& out, const CompletionSpec& spec);
+
+/// `memsnap completions SHELL -o OUTPUT`: the script for "bash", "zsh" or "fish" to OUTPUT
+/// ("-": stdout).
 void run_completions(const std::string& shell, const std::string& output, const CompletionSpec& spec);
 
 }  // namespace memsnap::app
