@@ -79,7 +79,8 @@ FileAnalysis analyze_file(const std::string& path, const AnalyzeRequest& args, c
 /// `memsnap analyze A B ...`: the fleet summary, then the worst file's report (or all with --all).
 /// JSON and JSON Lines are written file by file as each one's turn comes: memory holds the rows,
 /// the files being worked on and, for text, the worst file's report.
-void analyze_many(const AnalyzeRequest& args, analysis::AnalyzeOptions options, const report::TextStyle& style) {
+void analyze_many(const AnalyzeRequest& args, analysis::AnalyzeOptions options, const report::TextStyle& style,
+                  std::ostream& out) {
   options.threads = 1;  // the files are the parallel work: no device threads on top of -j workers
   if (std::count(args.files.begin(), args.files.end(), std::string("-")) > 1)
     throw Failure("- (stdin) can be given once", kBadInput);
@@ -89,11 +90,11 @@ void analyze_many(const AnalyzeRequest& args, analysis::AnalyzeOptions options, 
   std::vector<size_t> kept;     // argument indices of the reports kept for printing
   std::optional<size_t> worst;  // an OOM first, then the highest peak; the first such in argument order
   analysis::FleetRow worst_row;
-  if (format == Format::Json) report::write_fleet_json_begin(std::cout);
+  if (format == Format::Json) report::write_fleet_json_begin(out);
   if (format == Format::Jsonl) {
     std::vector<std::string> inputs;
     for (const auto& f : args.files) inputs.push_back(shown_path(f));
-    report::write_jsonl_header(std::cout, "analyze", inputs);
+    report::write_jsonl_header(out, "analyze", inputs);
   }
   bool any_file = false;
   run_ordered(
@@ -106,17 +107,17 @@ void analyze_many(const AnalyzeRequest& args, analysis::AnalyzeOptions options, 
         if (fa.error) {
           std::cerr << "memsnap: " << terminal_safe(*fa.error) << '\n';
           fleet.errors.push_back({shown_path(args.files[i]), *fa.error});
-          if (format == Format::Jsonl) report::write_jsonl_error(std::cout, shown_path(args.files[i]), *fa.error);
+          if (format == Format::Jsonl) report::write_jsonl_error(out, shown_path(args.files[i]), *fa.error);
           return;
         }
         fleet.rows.push_back(fa.row);
         if (format == Format::Json) {
-          report::write_fleet_json_file(std::cout, fa.file, !any_file);
+          report::write_fleet_json_file(out, fa.file, !any_file);
           any_file = true;
           return;
         }
         if (format == Format::Jsonl) {
-          std::cout << fa.output << std::flush;
+          out << fa.output << std::flush;
           return;
         }
         // Text: without --all only the worst file's report is printed; keep that one alone.
@@ -131,19 +132,19 @@ void analyze_many(const AnalyzeRequest& args, analysis::AnalyzeOptions options, 
       });
   report::finish_fleet(fleet, /*sort_files=*/false);
   if (format == Format::Json) {
-    report::write_fleet_json_end(std::cout, fleet, any_file);
+    report::write_fleet_json_end(out, fleet, any_file);
   } else if (format == Format::Jsonl) {
-    report::write_jsonl_fleet(std::cout, fleet);
+    report::write_jsonl_fleet(out, fleet);
   } else {
-    report::write_fleet_text(std::cout, fleet, style);
+    report::write_fleet_text(out, fleet, style);
     if (worst) kept = {*worst};
     for (size_t i : kept) {
-      std::cout << '\n';
-      if (!args.all) std::cout << "the worst file (an OOM first, then the highest peak); --all prints every file\n\n";
-      std::cout << results[i].output;
+      out << '\n';
+      if (!args.all) out << "the worst file (an OOM first, then the highest peak); --all prints every file\n\n";
+      out << results[i].output;
     }
   }
-  std::cout.flush();
+  out.flush();
   if (!fleet.errors.empty())
     throw Failure(
         std::to_string(fleet.errors.size()) + " of " + std::to_string(args.files.size()) + " files could not be read",
@@ -152,8 +153,9 @@ void analyze_many(const AnalyzeRequest& args, analysis::AnalyzeOptions options, 
 
 }  // namespace
 
-void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style) {
-  io::OutputFile output = open_output("-", request.files);  // never onto an input (`>> X`)
+void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style, std::ostream* into) {
+  io::OutputFile output = open_results(into, request.files);  // never onto an input (`>> X`)
+  std::ostream& out = output.stream();
   analysis::AnalyzeOptions options;
   apply(request.state, options);
   options.iterations.marker = request.iteration_marker;
@@ -161,16 +163,21 @@ void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style) 
   options.oom.assumed_request = size_option(request.oom_size, "--oom-size");
   options.oom.message = oom_message_option(request.oom_message);
   options.fits = parse_fits(request.fits);
-  if (request.files.size() > 1 || request.common.format == Format::Jsonl) return analyze_many(request, options, style);
+  if (request.files.size() > 1 || request.common.format == Format::Jsonl) {
+    analyze_many(request, options, style, out);
+    finish_results(output);
+    return;
+  }
 
   analyze_one(request.files[0], request.common, options,
               [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
                 std::cerr << warnings;
                 if (request.common.format == Format::Json)
-                  report::write_analyze_json(std::cout, src, result);
+                  report::write_analyze_json(out, src, result);
                 else
-                  report::write_analyze_text(std::cout, src, result, style);
+                  report::write_analyze_text(out, src, result, style);
               });
+  finish_results(output);
 }
 
 }  // namespace memsnap::app

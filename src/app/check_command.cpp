@@ -84,10 +84,11 @@ FileChecks check_file(const std::string& path, const CommonOptions& common, cons
 // The command: every file checked (-j), lines written in argument order, the exit status.
 }  // namespace
 
-void run_check(const CheckRequest& args, const report::TextStyle& style) {
+void run_check(const CheckRequest& args, const report::TextStyle& style, std::ostream* into) {
   std::vector<std::string> inputs = args.files;  // what no output may be written onto
   if (!args.config.empty()) inputs.push_back(args.config);
-  io::OutputFile output = open_output("-", inputs);
+  io::OutputFile output = open_results(into, inputs);
+  std::ostream& out = output.stream();
   analysis::Limits limits = limits_of(args);
   if (!limits.any())
     throw Failure(
@@ -121,18 +122,18 @@ void run_check(const CheckRequest& args, const report::TextStyle& style) {
         t.skipped += ft.skipped;
         for (const auto& l : fc.lines)
           if (l.status == analysis::CheckStatus::Error) std::cerr << "memsnap: " << terminal_safe(l.message) << '\n';
-        if (jsonl) report::write_check_jsonl_file(std::cout, fc.lines);
+        if (jsonl) report::write_check_jsonl_file(out, fc.lines);
         if (jsonl && !junit) return;
         for (auto& l : fc.lines) all.push_back(std::move(l));
       });
   if (jsonl)
-    report::write_check_jsonl_summary(std::cout, t);
+    report::write_check_jsonl_summary(out, t);
   else if (args.common.format == Format::Json)
-    report::write_check_json(std::cout, all, limits);
+    report::write_check_json(out, all, limits);
   else
-    report::write_check_text(std::cout, all, style);
-  if (junit) write_output(*junit, [&](std::ostream& out) { report::write_check_junit(out, all); });
-  std::cout.flush();
+    report::write_check_text(out, all, style);
+  if (junit) write_output(*junit, [&](std::ostream& os) { report::write_check_junit(os, all); });
+  finish_results(output);
   if (t.errors)
     throw Failure(std::to_string(t.errors) + (t.errors == 1 ? " file" : " files") + " could not be read", kBadInput);
   if (t.failed)

@@ -12,7 +12,7 @@
 
 namespace memsnap::app {
 
-void run_diff(const DiffRequest& request, const report::TextStyle& style) {
+void run_diff(const DiffRequest& request, const report::TextStyle& style, std::ostream* into) {
   std::optional<uint64_t> limit;
   if (!request.fail_if_growth.empty()) {
     limit = parse_size(request.fail_if_growth);
@@ -23,7 +23,8 @@ void run_diff(const DiffRequest& request, const report::TextStyle& style) {
     throw Failure("--flame and --format json: choose one", kBadInput);
   if (!request.flame && !request.output.empty()) throw Failure("-o: only with --flame", kBadInput);
   // Refused (an input as the target) or unwritable before the work.
-  io::OutputFile output = open_output(request.output.empty() ? "-" : request.output, {request.before, request.after});
+  io::OutputFile output = request.output.empty() ? open_results(into, {request.before, request.after})
+                                                 : open_output(request.output, {request.before, request.after});
   // The two inputs are independent: parse them on both cores.
   auto later = std::async(std::launch::async, [&] { return load(request.after, request.common); });
   snapshot::Loaded before = load(request.before, request.common);
@@ -49,7 +50,7 @@ void run_diff(const DiffRequest& request, const report::TextStyle& style) {
       if (d.after.allocated_bytes <= d.before.allocated_bytes) continue;
       uint64_t grew = d.after.allocated_bytes - d.before.allocated_bytes;
       if (grew > *limit) {
-        std::cout.flush();
+        output.stream().flush();
         throw Failure("allocated memory grew by " + human_bytes(grew) + " on device " + std::to_string(d.device) +
                           " (" + human_bytes(d.before.allocated_bytes) + " -> " + human_bytes(d.after.allocated_bytes) +
                           "), more than --fail-if-growth " + human_bytes(*limit),

@@ -10,8 +10,8 @@
 
 namespace memsnap::app {
 
-void run_events(const EventsRequest& request, const report::TextStyle& style) {
-  io::OutputFile output = open_output("-", {request.file});
+void run_events(const EventsRequest& request, const report::TextStyle& style, std::ostream* into) {
+  io::OutputFile output = open_results(into, {request.file});
   snapshot::Loaded loaded = load(request.file, request.common);
   print_warnings(loaded);
   const auto& snap = loaded.snapshot;

@@ -23,9 +23,11 @@ std::string count(uint64_t n, const char* one, const char* many) {
 
 }  // namespace
 
-void run_flame(const FlameRequest& request) {
+void run_flame(const FlameRequest& request, std::ostream* into) {
   FlameFormat format = format_for(request.format, request.output);
-  io::OutputFile output = open_output(request.output, {request.stack.file});  // refused before the work
+  io::OutputFile output = request.output == "-"
+                              ? open_results(into, {request.stack.file})
+                              : open_output(request.output, {request.stack.file});  // refused before the work
   LoadedStates ls = load_states(request.stack);
   bound_output(output, request.stack.max_output, ls.loaded.input.decoded_bytes);
   analysis::StackProfile profile = profile_of(ls.loaded.snapshot, ls.states, request.stack.stack);
@@ -48,7 +50,7 @@ void run_flame(const FlameRequest& request) {
   if (left_out && !request.stack.quiet)
     std::cerr << "memsnap: note: " << count(left_out, "frame", "frames")
               << " narrower than 1 px left out of the flame graph (their bytes are in their callers)\n";
-  if (!output.is_stdout())
+  if (request.output != "-")
     std::cerr << "wrote " << request.output << " (" << count(profile.stacks.size(), "stack", "stacks") << ", "
               << human_bytes(profile.bytes) << " " << analysis::to_string(request.stack.stack.state) << ")\n";
 }

@@ -26,6 +26,19 @@ io::OutputFile open_output(const std::string& path, const std::vector<std::strin
   }
 }
 
+io::OutputFile open_results(std::ostream* results, const std::vector<std::string>& inputs) {
+  if (results) return io::OutputFile(*results, "<results>");
+  return open_output("-", inputs);
+}
+
+void finish_results(io::OutputFile& out) {
+  try {
+    out.commit();
+  } catch (const io::OutputError& e) {
+    throw Failure(e.what(), kBadInput);
+  }
+}
+
 void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>& write) {
   try {
     try {

@@ -51,8 +51,9 @@ FileSegments segments_of(const std::string& path, const SegmentsRequest& args, c
 }
 }  // namespace
 
-void run_segments(const SegmentsRequest& request, const report::TextStyle& style) {
-  io::OutputFile output = open_output("-", request.files);  // never onto an input (`>> X`)
+void run_segments(const SegmentsRequest& request, const report::TextStyle& style, std::ostream* into) {
+  io::OutputFile output = open_results(into, request.files);  // never onto an input (`>> X`)
+  std::ostream& out = output.stream();
   analysis::AnalyzeOptions options;
   apply(request.state, options);
   options.trace = false;  // the segment map needs the state only
@@ -60,8 +61,9 @@ void run_segments(const SegmentsRequest& request, const report::TextStyle& style
     analyze_one(request.files[0], request.common, options,
                 [&](const report::Source& src, const analysis::AnalyzeResult& result, const std::string& warnings) {
                   std::cerr << warnings;
-                  write_segments(std::cout, request, src, result, style);
+                  write_segments(out, request, src, result, style);
                 });
+    finish_results(output);
     return;
   }
   if (std::count(request.files.begin(), request.files.end(), std::string("-")) > 1)
@@ -84,13 +86,14 @@ void run_segments(const SegmentsRequest& request, const report::TextStyle& style
         } else if (json) {
           docs.push_back(std::move(fs.output));
         } else {
-          if (printed++) std::cout << '\n';
-          std::cout << fs.output << std::flush;
+          if (printed++) out << '\n';
+          out << fs.output << std::flush;
         }
         fs = {};
       });
-  if (json) report::write_files_json(std::cout, docs);
-  std::cout.flush();
+  if (json) report::write_files_json(out, docs);
+  out.flush();
+  if (!errors) finish_results(output);
   if (errors)
     throw Failure(std::to_string(errors) + " of " + std::to_string(request.files.size()) + " files could not be read",
                   kBadInput);

@@ -36,7 +36,7 @@ const snapshot::Device& pick_device(const snapshot::Snapshot& snap, std::optiona
 
 }  // namespace
 
-void run_simulate(const SimulateRequest& request, const report::TextStyle& style) {
+void run_simulate(const SimulateRequest& request, const report::TextStyle& style, std::ostream* into) {
   analysis::SimulateOptions options;
   options.sets = request.sets;
   options.min_capacity = request.min_capacity;
@@ -46,7 +46,7 @@ void run_simulate(const SimulateRequest& request, const report::TextStyle& style
       throw Failure("--capacity: not a device size: '" + request.capacity + "' (e.g. 40GB, 38GiB)", kBadInput);
     options.capacity = v;
   }
-  io::OutputFile output = open_output("-", {request.file});
+  io::OutputFile output = open_results(into, {request.file});
   snapshot::Loaded loaded = load(request.file, request.common);
   print_warnings(loaded);
   const auto& snap = loaded.snapshot;

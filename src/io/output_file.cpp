@@ -263,6 +263,10 @@ OutputFile::OutputFile(const std::string& path, std::span<const std::string> inp
   stream_ = own_stream_.get();
 }
 
+OutputFile::OutputFile(std::ostream& stream, std::string name) : path_(std::move(name)), stream_(&stream) {
+  external_ = true;
+}
+
 OutputFile::~OutputFile() {
   if (committed_ || is_stdout()) return;
   if (fd_ >= 0) ::close(fd_);
@@ -277,6 +281,12 @@ uint64_t OutputFile::bytes_written() const {
 
 void OutputFile::commit() {
   if (committed_) return;
+  if (external_) {
+    stream_->flush();
+    if (!*stream_) throw OutputError(path_ + ": cannot write");
+    committed_ = true;
+    return;
+  }
   if (is_stdout()) {
     std::cout.flush();
     FdStreamBuf* checked = CheckedStdout::current();

@@ -39,7 +39,8 @@ struct AnalyzeRequest {
   FitsOptions fits;
 };
 /// One file's report, or with several files (or JSON Lines) the fleet summary and the worst
-/// file's report; a Failure (exit 2) when a file could not be read.
-void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style);
+/// file's report, on stdout or `into` (open_results); a Failure (exit 2) when a file
+/// could not be read.
+void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style, std::ostream* into = nullptr);
 
 }  // namespace memsnap::app

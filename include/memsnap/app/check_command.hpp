@@ -20,8 +20,8 @@ struct CheckRequest {
   std::string max_fragmentation;
   bool no_leaks = false, no_oom = false;  // given on the command line
 };
-/// Every file checked, the lines written in argument order; a Failure with exit 2 when a file
-/// could not be read, else with exit 1 when a check failed.
-void run_check(const CheckRequest& request, const report::TextStyle& style);
+/// Every file checked, the lines written in argument order on stdout or `into`; a
+/// Failure with exit 2 when a file could not be read, else with exit 1 when a check failed.
+void run_check(const CheckRequest& request, const report::TextStyle& style, std::ostream* into = nullptr);
 
 }  // namespace memsnap::app

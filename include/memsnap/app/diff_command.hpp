@@ -18,8 +18,8 @@ struct DiffRequest {
   std::string output;      // with --flame; empty: stdout
   std::string max_output;  // empty: the default output bound
 };
-/// The diff's text or JSON, or with `flame` its differential flame; exit 1 (a Failure)
-/// when allocated memory grew by more than `fail_if_growth` on a device.
-void run_diff(const DiffRequest& request, const report::TextStyle& style);
+/// The diff's text or JSON (on stdout or `into`), or with `flame` its differential
+/// flame; exit 1 (a Failure) when allocated memory grew by more than `fail_if_growth` on a device.
+void run_diff(const DiffRequest& request, const report::TextStyle& style, std::ostream* into = nullptr);
 
 }  // namespace memsnap::app

@@ -18,7 +18,7 @@ struct EventsRequest {
   size_t count = 40;
   bool stacks = false;
 };
-/// The events of each device (or --device's), as text or JSON, on stdout.
-void run_events(const EventsRequest& request, const report::TextStyle& style);
+/// The events of each device (or --device's), as text or JSON, on stdout or `into`.
+void run_events(const EventsRequest& request, const report::TextStyle& style, std::ostream* into = nullptr);
 
 }  // namespace memsnap::app

@@ -19,6 +19,13 @@ namespace memsnap::app {
 /// Opens -o OUT ("-": standard output) before the slow work; refuses one of `inputs`.
 /// Every failure is a Failure (exit 2) with a one-line message.
 io::OutputFile open_output(const std::string& path, const std::vector<std::string>& inputs);
+/// Where a command's results go: into `results` when the caller gives a stream (the MCP server
+/// keeps a tool's results in memory), else to standard output, refused when it is redirected
+/// onto one of `inputs` (open_output("-")).
+io::OutputFile open_results(std::ostream* results, const std::vector<std::string>& inputs);
+/// Commits what a command wrote into `out` by itself (not through write_output): a lost write
+/// becomes a Failure naming the destination and the reason.
+void finish_results(io::OutputFile& out);
 /// Runs `write(stream)` into `out` and commits it; a lost write becomes a Failure naming
 /// the destination and the reason, and a file destination is left as it was.
 void write_output(io::OutputFile& out, const std::function<void(std::ostream&)>& write);

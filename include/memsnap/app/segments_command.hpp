@@ -16,7 +16,7 @@ struct SegmentsRequest {
   CommonOptions common;
   StateOptions state;
 };
-/// Each file's segment map, in argument order (several files on -j workers).
-void run_segments(const SegmentsRequest& request, const report::TextStyle& style);
+/// Each file's segment map, in argument order (several files on -j workers), on stdout or `into`.
+void run_segments(const SegmentsRequest& request, const report::TextStyle& style, std::ostream* into = nullptr);
 
 }  // namespace memsnap::app

@@ -18,7 +18,8 @@ struct SimulateRequest {
   std::string capacity;
   bool min_capacity = false;
 };
-/// The simulated runs of one device (--device, else the first OOM, else the largest) on stdout.
-void run_simulate(const SimulateRequest& request, const report::TextStyle& style);
+/// The simulated runs of one device (--device, else the first OOM, else the largest) on stdout
+/// or `into`.
+void run_simulate(const SimulateRequest& request, const report::TextStyle& style, std::ostream* into = nullptr);
 
 }  // namespace memsnap::app

@@ -76,7 +76,8 @@ struct FlameRequest {
   int width = 1200;
   bool script = false;
 };
-void run_flame(const FlameRequest& request);
+/// With `into` and output "-", the folded stacks or SVG go `into` instead of stdout.
+void run_flame(const FlameRequest& request, std::ostream* into = nullptr);
 
 /// `memsnap callgraph FILE`: the call graph of live memory and its dominator tree.
 struct CallgraphRequest {

@@ -93,6 +93,9 @@ class OutputFile {
   /// file standard output was redirected to) is one of `inputs`, is a directory, or no
   /// temporary file can be created beside it.
   explicit OutputFile(const std::string& path, std::span<const std::string> inputs = {});
+  /// Writes into `stream`, which the caller owns (the MCP server keeps a command's results in
+  /// memory); `name` is the destination as messages show it. commit() flushes it.
+  OutputFile(std::ostream& stream, std::string name);
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
   /// Without commit(): removes the temporary file; the destination is untouched.
@@ -125,6 +128,7 @@ class OutputFile {
   int fd_ = -1;
   int slot_ = -1;  // cleanup slot for signal handlers
   bool committed_ = false;
+  bool external_ = false;  // a caller's stream: no file, nothing to clean up
   std::unique_ptr<FdStreamBuf> buf_;
   std::unique_ptr<std::ostream> own_stream_;
   std::ostream* stream_ = nullptr;
