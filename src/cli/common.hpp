@@ -60,6 +60,7 @@ void add_report(CLI::App& app);
 void add_check(CLI::App& app);
 void add_merge(CLI::App& app);
 void add_simulate(CLI::App& app);
+void add_mcp(CLI::App& app);
 /// The hidden `completions bash|zsh|fish`: shell completion generated from `app` itself.
 void add_completions(CLI::App& app);
 

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   add_simulate(app);
   add_check(app);
   add_merge(app);
+  add_mcp(app);
   add_completions(app);
   read_environment();
   try {

@@ -112,7 +112,7 @@ zpty -r z out "*"$'\\n'"RESULT:*"$'\\n'"*"
 zpty -d z
 print -r -- "$out" | tr -d '\\r' | grep -a "^RESULT:" | tail -1
 """ % fdir)
-        for typed, want in (("memsnap exp", "memsnap export"), ("memsnap export --format p", "--format pickle")):
+        for typed, want in (("memsnap exp", "memsnap export"), ("memsnap export --format pi", "--format pickle")):
             got = ""
             try:
                 got = subprocess.run([zsh, "-f", driver, typed], stdout=subprocess.PIPE, text=True,
