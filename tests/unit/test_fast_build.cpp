@@ -239,7 +239,9 @@ TEST_CASE("fast path: tracebacks of BINGET and LONG_BINGET of every mix and leng
       p.str("filename");
       p.str("model.py");
       p.str("name");
-      p.str("f" + std::to_string(i));
+      std::string name = "f";  // appended, not "f" + ...: GCC 12's false -Wstringop-overflow
+      name += std::to_string(i);
+      p.str(name);
       p.str("line");
       p.integer(i);
       p.end_dict();
