@@ -7,6 +7,10 @@
 
 namespace memsnap::util {
 
+bool portable_memory() {
+  return MEMSNAP_PORTABLE_MEMORY != 0;
+}
+
 #if MEMSNAP_PORTABLE_MEMORY
 
 void* map_huge_aligned(size_t bytes, int) {

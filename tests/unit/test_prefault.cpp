@@ -35,7 +35,7 @@ void* fresh(void* at = nullptr) {
 
 // One core, or a portable build (memory_mode.hpp): the only states where prefault is off.
 bool off_by_design() {
-  return memsnap::util::kPortableMemory || std::thread::hardware_concurrency() <= 1;
+  return memsnap::util::portable_memory() || std::thread::hardware_concurrency() <= 1;
 }
 
 }  // namespace

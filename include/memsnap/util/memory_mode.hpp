@@ -7,6 +7,10 @@
 // and the default on every other system): plain malloc/calloc/realloc and free, no prefault,
 // no page moves; only POSIX mmap of the input file remains. Same results, less speed; CI
 // builds and tests both.
+//
+// Only the files that implement the machinery read the macro (memory_mode.cpp, pod_buffer.cpp,
+// prefault.cpp, io/read_ahead.cpp: CMake defines it on those four sources alone), so flipping
+// the option rebuilds four files; everything else asks portable_memory() at run time.
 #pragma once
 
 #include <sys/mman.h>
@@ -26,7 +30,9 @@
 #endif
 
 namespace memsnap::util {
-inline constexpr bool kPortableMemory = MEMSNAP_PORTABLE_MEMORY != 0;
+/// True in a portable build: the memory machinery this binary was linked with (the answer of
+/// memory_mode.cpp, compiled with the build's choice, not of the including file).
+bool portable_memory();
 /// One huge page: what map_huge_aligned aligns to and what PodBuffer's mappings are made of.
 inline constexpr size_t kHugePage = size_t{2} << 20;
 
