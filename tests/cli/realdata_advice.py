@@ -11,10 +11,12 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from skips import skip  # noqa: E402
+
 MEMSNAP, REAL = sys.argv[1], sys.argv[2]
 if not os.path.isdir(REAL):
-    print("no real data at %s: skipped" % REAL)
-    sys.exit(77)
+    skip("no real data at %s" % REAL, suite=True)
 
 # file-name prefix -> the churn findings its devices must raise (union over devices)
 CHURN = {

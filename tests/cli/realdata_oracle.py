@@ -11,7 +11,9 @@ import os
 import subprocess
 import sys
 
-SKIP = 77  # ctest SKIP_RETURN_CODE
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from skips import skip  # noqa: E402
+
 
 
 def real_snapshots(realdata):
@@ -35,8 +37,7 @@ def run_against_oracle(compare_file, summarize):
     returns the exit code (errors counts memsnap's failures too)."""
     memsnap, oracle, realdata = sys.argv[1], sys.argv[2], sys.argv[3]
     if not os.path.isdir(realdata):
-        print("SKIPPED: %s is absent" % realdata)
-        return SKIP
+        skip("%s is absent" % realdata, suite=True)
     files = real_snapshots(realdata)
     want = json.loads(subprocess.run([sys.executable, oracle] + files, stdout=subprocess.PIPE,
                                      check=True, text=True).stdout)["files"]

@@ -18,7 +18,9 @@ import re
 import subprocess
 import sys
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from skips import skip  # noqa: E402
+
 LIBRARY_DIRS = ("lightning", "pytorch_lightning", "lightning_fabric", "hydra", "timm", "transformers",
                 "accelerate", "deepspeed", "omegaconf", "lightning_utilities")
 NOISE_FILES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
@@ -159,8 +161,7 @@ def run(cmd):
 def main():
     memsnap, oracle_dir, realdata = sys.argv[1], sys.argv[2], sys.argv[3]
     if not os.path.isdir(realdata):
-        print("SKIPPED: %s is absent" % realdata)
-        return SKIP
+        skip("%s is absent" % realdata, suite=True)
     sys.path.insert(0, oracle_dir)
     import snapshot_totals  # noqa: E402
 

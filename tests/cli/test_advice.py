@@ -8,7 +8,7 @@
 # first, and `check --max-fragmentation` names the pool it judged.
 import json
 
-from clitest import check, finish, run, snap
+from clitest import check, finish, run, skip, snap
 
 NEW = {"empty_cache_in_loop", "cache_flush_retry", "big_layer", "model_per_step"}
 
@@ -60,7 +60,7 @@ if os.path.exists(real):
         check("one call: no loop claimed", "Each call" not in f[0]["message"] and "from the loop" not in f[0]["advice"]
               and "If this call runs inside a loop" in f[0]["advice"], f[0]["message"] + " | " + f[0]["advice"])
 else:
-    print("SKIP one empty_cache call: ../shared/realdata is absent")
+    skip("one empty_cache call: ../shared/realdata is absent")
 
 # the hand-written flush-and-retry near capacity
 t = truth("retry")["cache_flush_retry"]

@@ -3,37 +3,26 @@
 
   test_diff.py MEMSNAP TESTDATA [REALDATA]
 
-Two snapgen runs of one model at batch 2 and batch 4 (two processes): the peaks and their
+Two snapgen runs of one model at batch 2 and batch 4 (two processes, testdata/diff/): the peaks and their
 event indices in diff's JSON equal each truth file's; the sites live at each peak hold the
 peak's bytes and as many blocks per site as an independent replay of each trace finds live
 at its peak event. The leak scenario's step-4 and step-10 dumps come from one run: there
 the segments only one side has are listed. With ../shared/realdata: Wedsonlin's medium
 model at batch 128 and 256 (peaks from the oracle tests/oracle/exact_peaks.py).
 """
-import contextlib
-import io
 import json
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clitest import check, finish, run, TESTDATA  # noqa: E402
-import fleet_gen  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 from snapshot_totals import load  # noqa: E402  (the safe loader)
 
 
-def snapgen(sg, path, *args):
-    old = sys.argv
-    sys.argv = ["snapgen", "--scenario", "train", "--seed", "1", "--steps", "3", "-o", path] + list(args)
-    try:
-        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            sg.main()
-    finally:
-        sys.argv = old
+def truth_of(path):
     with open(path[: -len(".pickle")] + ".truth.json") as f:
         return json.load(f)
 
@@ -80,10 +69,9 @@ def check_peak_sites(name, dev, before_path, after_path, tb, ta):
               sum(want.values()))
 
 
-def two_processes(sg, tmp):
-    a, b = os.path.join(tmp, "batch2.pickle"), os.path.join(tmp, "batch4.pickle")
-    ta = snapgen(sg, a, "--batch", "2")["per_device"][0]["peak"]
-    tb = snapgen(sg, b, "--batch", "4")["per_device"][0]["peak"]
+def two_processes():
+    a, b = (os.path.join(TESTDATA, "diff", "train_batch%d.pickle" % n) for n in (2, 4))
+    ta, tb = truth_of(a)["per_device"][0]["peak"], truth_of(b)["per_device"][0]["peak"]
     rc, out, err = run(["diff", "--format", "json", a, b])
     check("two runs: json exit", rc == 0 and err == "", "%d %r" % (rc, err))
     doc = json.loads(out)
@@ -162,10 +150,7 @@ def realdata(root):
 
 
 def main():
-    sg = fleet_gen.load_snapgen()
-    if sg is not None:
-        with tempfile.TemporaryDirectory(prefix="memsnap-diff-") as tmp:
-            two_processes(sg, tmp)
+    two_processes()
     one_process()
     if len(sys.argv) > 3:
         realdata(sys.argv[3])

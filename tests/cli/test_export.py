@@ -12,7 +12,7 @@ import pickletools
 import sys
 import tempfile
 
-from clitest import TESTDATA, check, expect_error, finish, run, snap
+from clitest import TESTDATA, check, expect_error, finish, run, skip, snap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
@@ -171,7 +171,7 @@ with tempfile.TemporaryDirectory() as tmp:
         inputs += sorted(glob.glob(os.path.join(REALDATA, "*.pickle")) + glob.glob(os.path.join(REALDATA, "*.pkl")) +
                          glob.glob(os.path.join(REALDATA, "*.json")))
     else:
-        print("SKIPPED: real snapshots (%s is absent)" % REALDATA)
+        skip("real snapshots (%s is absent)" % REALDATA)
     for path in inputs:
         name = os.path.basename(path)
         rc, so, se = run(["export", path, "-o", out_p])

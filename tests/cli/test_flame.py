@@ -11,7 +11,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-from clitest import TESTDATA, check, expect_error, finish, run, snap
+from clitest import TESTDATA, check, expect_error, finish, run, skip, snap
 
 REALDATA = sys.argv[3] if len(sys.argv) > 3 else ""
 SVG = "{http://www.w3.org/2000/svg}"
@@ -173,7 +173,7 @@ if shutil.which("dot"):
         p = subprocess.run(["dot", "-Tsvg"], input=text.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         check("dot -Tsvg accepts %s" % name, p.returncode == 0 and b"<svg" in p.stdout, p.stderr[:300])
 else:
-    print("SKIPPED: dot -Tsvg check: Graphviz 'dot' is not installed (apt-get install graphviz)")
+    skip("dot -Tsvg check: Graphviz 'dot' is not installed (apt-get install graphviz)")
 
 # ---- hostile strings: every format keeps them inert --------------------------------------------
 EVIL = ["\x1b[31mred\x1b[0m;semi\"quote'<script>&amp;\n\tnewline", "\u202egnp.exe", "x" * 100000, "\x9b31m c1",
@@ -249,7 +249,7 @@ expect_error("--dot with json", ["callgraph", "--dot", "--format", "json", snap(
 real = sorted(glob.glob(os.path.join(REALDATA, "*.pickle")) + glob.glob(os.path.join(REALDATA, "*.pkl")) +
               glob.glob(os.path.join(REALDATA, "*.json"))) if REALDATA and os.path.isdir(REALDATA) else []
 if not real:
-    print("SKIPPED: real snapshots: %r is absent" % REALDATA)
+    skip("real snapshots: %r is absent" % REALDATA)
 for path in real:
     base = os.path.basename(path)
     devs = totals(path)

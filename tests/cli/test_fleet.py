@@ -76,9 +76,6 @@ def junit_valid(name, path, want_cases, want_failures, want_errors, want_skipped
 tmp = tempfile.mkdtemp(prefix="memsnap-fleet-")
 try:
     files = fleet_gen.generate(tmp, 64)
-    if files is None:
-        print("SKIPPED: ../shared/snapgen is absent")
-        sys.exit(77)
     truth = {}
     for f in files:
         t = json.load(open(f[:-len(".pickle")] + ".truth.json"))

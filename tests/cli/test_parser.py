@@ -9,7 +9,7 @@ import glob
 import os
 import tempfile
 
-from clitest import TESTDATA, check, failures, finish, run
+from clitest import TESTDATA, check, failures, finish, run, skip
 
 REALDATA = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
                                          "realdata"))
@@ -18,7 +18,7 @@ SNAPSHOT_EXT = (".pickle", ".pkl", ".json", ".gz", ".zst")
 
 def inputs():
     found = sorted(p for p in glob.glob(os.path.join(TESTDATA, "**", "*"), recursive=True)
-                   if os.path.isfile(p) and p.endswith(SNAPSHOT_EXT) and "/gen/" not in p)
+                   if os.path.isfile(p) and p.endswith(SNAPSHOT_EXT) and "/gen/" not in p and "/fleet/" not in p)
     real = sorted(glob.glob(os.path.join(REALDATA, "*"))) if os.path.isdir(REALDATA) else []
     return found, [p for p in real if p.endswith(SNAPSHOT_EXT)]
 
@@ -56,5 +56,5 @@ with tempfile.TemporaryDirectory() as tmp:
 check("fixtures were found", len(fixtures) >= 20, "%d fixtures under %s" % (len(fixtures), TESTDATA))
 print("%d inputs compared (%d fixtures, %d real files)" % (checked, len(fixtures), len(real)))
 if not real:
-    print("SKIP real files: %s is absent" % REALDATA)
+    skip("real files: %s is absent" % REALDATA)
 finish()

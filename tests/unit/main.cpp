@@ -1,11 +1,13 @@
 // doctest's main for memsnap_unit, with two rules doctest does not have:
 // - a test case that ran without a single assertion fails the run: it proves nothing;
 // - a test case that needed ../shared/realdata and found none (test::realdata_missing) makes
-//   the run exit 77, which ctest reports as skipped (SKIP_RETURN_CODE), never as passed.
+//   the run exit 77, which ctest reports as skipped (SKIP_RETURN_CODE), never as passed; with
+//   MEMSNAP_NO_SKIP=1 in the environment (.ci/run, where ../shared is present) it fails instead.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,13 @@ int main(int argc, char** argv) {
   int result = context.run();
   if (context.shouldExit() || result != 0) return result;
   int missing = memsnap::test::realdata_missing();
+  if (const char* no_skip = std::getenv("MEMSNAP_NO_SKIP"); missing && no_skip && std::string(no_skip) == "1") {
+    std::printf(
+        "FAILED: %s holds no real snapshot (%d look-ups found none), and a skip is a failure here"
+        " (MEMSNAP_NO_SKIP=1)\n",
+        memsnap::test::realdata().string().c_str(), missing);
+    return 1;
+  }
   if (missing) {
     std::printf("SKIPPED: %s holds no real snapshot (%d look-ups by the real-data test cases found none)\n",
                 memsnap::test::realdata().string().c_str(), missing);
