@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from clitest import MEMSNAP, check, finish, run
+from clitest import MEMSNAP, check, finish, run, skip
 
 MANPAGE, BUILD, CMAKE = sys.argv[3], sys.argv[4], sys.argv[5]
 
@@ -92,7 +92,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     zsh = shutil.which("zsh")
     if not zsh:
-        print("SKIPPED: zsh is not installed (the zsh script is only generated)")
+        skip("zsh is not installed (the zsh script is only generated)")
     else:
         check("zsh -n", subprocess.run([zsh, "-n", zsh_file]).returncode == 0)
         fdir = os.path.join(tmp, "fpath")
