@@ -123,7 +123,7 @@ print -r -- "$out" | tr -d '\\r' | grep -a "^RESULT:" | tail -1
 
     fish = shutil.which("fish")
     if not fish:
-        print("SKIPPED: fish is not installed (the fish script is only generated)")
+        skip("fish is not installed (the fish script is only generated)")
     else:
         check("fish -n", subprocess.run([fish, "--no-execute", fish_file]).returncode == 0)
 
