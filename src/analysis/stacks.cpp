@@ -216,6 +216,23 @@ void StackProfileBuilder::add(const snapshot::Device& state, bool device_root) {
   }
 }
 
+void StackProfileBuilder::add_stack(snapshot::StackId stack, uint64_t bytes) {
+  if (stack_of_id_.empty()) stack_of_id_.assign(snap_.stacks.size(), kUnset);
+  uint32_t& slot = stack_of_id_[stack.v];
+  if (slot == kUnset) {
+    std::vector<uint32_t> frames;
+    const auto& inner_first = filtered(stack);
+    if (inner_first.empty()) frames.push_back(synthetic(Sites::kNoStack));
+    frames.insert(frames.end(), inner_first.rbegin(), inner_first.rend());
+    slot = stack_index(std::move(frames));
+  }
+  ProfileStack& s = profile_.stacks[slot];
+  s.bytes += bytes;
+  s.blocks += 1;
+  profile_.bytes += bytes;
+  profile_.blocks += 1;
+}
+
 StackProfile stack_profile(const snapshot::Snapshot& snap, const snapshot::Device& state, const StackOptions& options,
                            const FrameClassifier* classifier) {
   StackProfileBuilder b(snap, options, classifier);

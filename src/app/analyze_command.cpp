@@ -7,8 +7,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "memsnap/app/file_view.hpp"
 #include "memsnap/app/output.hpp"
 #include "memsnap/app/parallel.hpp"
+#include "memsnap/report/file_lines.hpp"
 #include "memsnap/report/fleet.hpp"
 #include "memsnap/util/terminal.hpp"
 #include "memsnap/util/units.hpp"
@@ -151,6 +153,27 @@ void analyze_many(const AnalyzeRequest& args, analysis::AnalyzeOptions options, 
         kBadInput);
 }
 
+/// `analyze --file PATH`: one source file's memory by line, in place of the report.
+void analyze_file_view(const AnalyzeRequest& args, const report::TextStyle& style, std::ostream& out) {
+  if (args.files.size() != 1 || args.common.format == Format::Jsonl)
+    throw Failure("--file: one snapshot at a time, as text or json", kBadInput);
+  if (args.state.at || args.state.at_time || !args.fits.size.empty() || !args.oom_message.empty() ||
+      !args.oom_size.empty())
+    throw Failure(
+        "--file: the view is at the peak, at the dump and over the trace: not with --at, --at-time, "
+        "--fits, --oom-size or --oom-message",
+        kBadInput);
+  snapshot::Loaded loaded = load(args.files[0], args.common);
+  print_warnings(loaded);
+  analysis::Context ctx(loaded.snapshot, code_rules());
+  analysis::FileLines view = file_view(loaded.snapshot, shown_path(args.files[0]), args.file_view, args.state.device);
+  report::Source src{loaded.input, ctx};
+  if (args.common.format == Format::Json)
+    report::write_file_lines_json(out, src, view);
+  else
+    report::write_file_lines_text(out, src, view, style);
+}
+
 }  // namespace
 
 void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style, std::ostream* into) {
@@ -163,6 +186,11 @@ void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style, 
   options.oom.assumed_request = size_option(request.oom_size, "--oom-size");
   options.oom.message = oom_message_option(request.oom_message);
   options.fits = parse_fits(request.fits);
+  if (!request.file_view.empty()) {
+    analyze_file_view(request, style, out);
+    finish_results(output);
+    return;
+  }
   if (request.files.size() > 1 || request.common.format == Format::Jsonl) {
     analyze_many(request, options, style, out);
     finish_results(output);

@@ -5,9 +5,11 @@
 #include <iostream>
 
 #include "memsnap/analysis/diff.hpp"
+#include "memsnap/app/file_view.hpp"
 #include "memsnap/app/output.hpp"
 #include "memsnap/app/stacks.hpp"
 #include "memsnap/report/diff.hpp"
+#include "memsnap/report/file_lines.hpp"
 #include "memsnap/util/units.hpp"
 
 namespace memsnap::app {
@@ -22,6 +24,7 @@ void run_diff(const DiffRequest& request, const report::TextStyle& style, std::o
   if (request.flame && request.common.format == Format::Json)
     throw Failure("--flame and --format json: choose one", kBadInput);
   if (!request.flame && !request.output.empty()) throw Failure("-o: only with --flame", kBadInput);
+  if (request.flame && !request.file_view.empty()) throw Failure("--flame and --file: choose one", kBadInput);
   // Refused (an input as the target) or unwritable before the work.
   io::OutputFile output = request.output.empty() ? open_results(into, {request.before, request.after})
                                                  : open_output(request.output, {request.before, request.after});
@@ -33,6 +36,24 @@ void run_diff(const DiffRequest& request, const report::TextStyle& style, std::o
   print_warnings(after);
   bound_output(output, request.max_output, before.input.decoded_bytes + after.input.decoded_bytes);
   analysis::Context before_ctx(before.snapshot, code_rules()), after_ctx(after.snapshot, code_rules());
+  if (!request.file_view.empty()) {
+    // Both sides must hold the file: a query that matches neither is the usual one-line error.
+    analysis::FileMatch in_before = analysis::match_file(before.snapshot, request.file_view);
+    analysis::FileMatch in_after = analysis::match_file(after.snapshot, request.file_view);
+    if (in_before.files.empty() && in_after.files.empty())
+      file_view(before.snapshot, shown_path(request.before), request.file_view, std::nullopt);  // throws
+    analysis::FileLines a{request.file_view, {}, {}}, b{request.file_view, {}, {}};
+    if (!in_before.files.empty()) a = file_view(before.snapshot, shown_path(request.before), request.file_view, {});
+    if (!in_after.files.empty()) b = file_view(after.snapshot, shown_path(request.after), request.file_view, {});
+    report::Source src_a{before.input, before_ctx}, src_b{after.input, after_ctx};
+    write_output(output, [&](std::ostream& out) {
+      if (request.common.format == Format::Json)
+        report::write_diff_file_lines_json(out, src_a, src_b, a, b);
+      else
+        report::write_diff_file_lines_text(out, src_a, src_b, a, b, style);
+    });
+    return;
+  }
   analysis::ProcessMatch process = analysis::match_processes(before.snapshot, after.snapshot);
   auto devices = analysis::diff_snapshots(before_ctx, after_ctx, process);
   report::DiffView view{{before.input, before_ctx}, {after.input, after_ctx}, devices, request.top, process};

@@ -52,6 +52,11 @@ void add_analyze(CLI::App& app) {
                   "capacity and free memory show memory outside the snapshot")
       ->option_text("TEXT");
   add_fits_options(*cmd, args->fits);
+  cmd->add_option("--file", args->file_view,
+                  "One source file's memory by line instead of the report: live at the peak, at the dump, and "
+                  "allocated over the trace; PATH matches a frame's file by its last components (model.py, "
+                  "src/model.py)")
+      ->option_text("PATH");
   cmd->callback([args] { app::run_analyze(*args, text_style(args->common)); });
 }
 

@@ -23,6 +23,10 @@ void add_diff(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "With --flame: the output file (.svg for a picture; default -)")
       ->option_text("OUT");
   add_max_output_option(*cmd, args->max_output);
+  cmd->add_option("--file", args->file_view,
+                  "One source file's memory by line in both snapshots, and the change (PATH matches a frame's "
+                  "file by its last components)")
+      ->option_text("PATH");
   cmd->callback([args] { app::run_diff(*args, text_style(args->common)); });
 }
 

@@ -88,6 +88,9 @@ class StackProfileBuilder {
   /// Adds the counted blocks of `state` (the dumped device or a replayed one);
   /// with `device_root`, every stack of it starts with a `<device N>` frame.
   void add(const snapshot::Device& state, bool device_root = false);
+  /// Adds `bytes` (one block, or one allocation) under `stack`, filtered as add() filters a
+  /// block's: how the allocations of a trace make a profile (analysis/file_lines).
+  void add_stack(snapshot::StackId stack, uint64_t bytes);
   StackProfile take() { return std::move(profile_); }
 
  private:
@@ -107,6 +110,7 @@ class StackProfileBuilder {
   std::map<std::pair<uint64_t, uint32_t>, uint32_t> owned_;  // collapse_dispatch: (frame, calling user frame) -> frame
   std::vector<std::vector<uint32_t>> filtered_;              // StackId -> filtered frames, innermost first
   std::vector<uint8_t> filtered_done_;
+  std::vector<uint32_t> stack_of_id_;  // add_stack: StackId -> profile stack (kUnset until seen)
   std::map<std::vector<uint32_t>, uint32_t> stack_of_frames_;  // root-first frames -> stack
 };
 

@@ -17,6 +17,7 @@ struct DiffRequest {
   bool flame = false;
   std::string output;      // with --flame; empty: stdout
   std::string max_output;  // empty: the default output bound
+  std::string file_view;   // --file PATH: one source file's memory by line, before and after
 };
 /// The diff's text or JSON (on stdout or `into`), or with `flame` its differential
 /// flame; exit 1 (a Failure) when allocated memory grew by more than `fail_if_growth` on a device.
