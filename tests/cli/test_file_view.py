@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
-from clitest import check, finish, run  # noqa: E402
+from clitest import check, finish, run, skip  # noqa: E402
 from snapshot_totals import load  # noqa: E402
 
 TESTDATA = sys.argv[2]
@@ -200,7 +200,7 @@ check("diff --file text: 80 columns", rc == 0 and all(len(l) <= 80 for l in out.
 real = sorted(os.path.join(REALDATA, f) for f in os.listdir(REALDATA)) if REALDATA and os.path.isdir(REALDATA) else []
 real = [f for f in real if re.search(r"\.(pickle|pkl|json)(\.gz|\.zst)?$", f)]
 if not real:
-    print("SKIPPED: the real snapshots (%s) are absent: fixtures only" % REALDATA)
+    skip("the real snapshots (%s) are absent: fixtures only" % REALDATA)
 done = 0
 for path in real:
     f = user_file(path)

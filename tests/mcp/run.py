@@ -2,8 +2,9 @@
 # The mcp_client ctest: installs the official MCP TypeScript SDK (package.json and
 # package-lock.json beside this file, pinned) with `npm ci` into WORKDIR, once per build tree,
 # and runs test_mcp.mjs there with Node.js against `memsnap mcp --allow testdata`.
-# Usage: run.py MEMSNAP SOURCE_DIR WORKDIR. Exit 77 (SKIPPED) where node or npm is missing or
-# the package cannot be installed (no registry); .ci/run installs both, so CI runs it.
+# Usage: run.py MEMSNAP SOURCE_DIR WORKDIR. Exit 77 (SKIPPED; a failure under MEMSNAP_NO_SKIP=1)
+# where node or npm is missing or the package cannot be installed (no registry); .ci/run installs
+# both, so CI runs it.
 import json
 import os
 import shutil
@@ -12,11 +13,12 @@ import sys
 
 MEMSNAP, SOURCE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+import skips  # noqa: E402  (SKIPPED, or a failure where MEMSNAP_NO_SKIP=1)
 
 
 def skip(why):
-    print("SKIPPED: " + why)
-    sys.exit(77)
+    skips.skip(why, suite=True)
 
 
 node, npm = shutil.which("node"), shutil.which("npm")
