@@ -529,7 +529,9 @@ uint64_t AllocatorModel::unmap_free_pages() {
 // release_cached_blocks (at_least_block unset) or release_available_cached_blocks: frees wholly
 // free segments (of at least that size); returns whether anything was freed.
 bool AllocatorModel::release_cached(std::optional<uint64_t> at_least_block) {
-  if (settings_.expandable_segments && !at_least_block) return unmap_free_pages() > 0;
+  // Either kind of segment may be there whatever the setting: a start state recorded under
+  // other settings keeps its segments.
+  const bool unmapped = !at_least_block && unmap_free_pages() > 0;
   std::vector<std::pair<uint64_t, uint64_t>> empty;
   for (const auto& [addr, seg] : segments_)
     if (!seg.expandable && seg.active == 0 && (!at_least_block || seg.size >= *at_least_block))
@@ -538,7 +540,7 @@ bool AllocatorModel::release_cached(std::optional<uint64_t> at_least_block) {
     remove_segment(addr, size);
     ++c_.segment_frees;
   }
-  return !empty.empty();
+  return unmapped || !empty.empty();
 }
 
 void AllocatorModel::empty_cache() {

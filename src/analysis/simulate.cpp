@@ -68,13 +68,14 @@ CapacityPlan recorded_plan(const Replay& replay) {
   std::reverse(rev.begin(), rev.end());
   if (rev.empty()) rev.push_back({0, UINT64_MAX});
   rev.front().first = 0;
+  // What was reserved when the window opened, the device held too.
+  if (rev.front().second != UINT64_MAX) rev.front().second = std::max(rev.front().second, reserved);
   return rev;
 }
 
 struct RunSpec {
   std::string label;
   ModelSettings settings;
-  bool exact_start = false;  // seed the rewound start state as it was
 };
 
 class Runner {
@@ -87,13 +88,15 @@ class Runner {
     out.label = spec.label;
     out.settings = spec.settings;
     out.capacity = plan_capacity(plan);
-    ModelSettings s = spec.settings;
-    s.capacity = plan.front().second;
-    AllocatorModel m(s, true);
-    if (spec.exact_start) m.set_segment_hints(segment_hints());
+    AllocatorModel m(spec.settings, true);  // no limit while the start state is seeded
+    // New segments go where the recorded run put them while the sizes agree: ties in best
+    // fit (lowest address) break as they did, and a --set equal to the recorded settings
+    // is the recorded run.
+    m.set_segment_hints(segment_hints());
     size_t next_step = 1;
     FlatMap64<uint64_t> live;  // recorded address -> simulated address
-    seed(m, live, spec.exact_start);
+    out.start_blocks_moved = seed(m, live);
+    m.set_capacity(plan.front().second);
     auto observe = [&] {
       const ModelTotals& t = m.totals();
       // The model notes the state when a segment takes reserved memory to a new high
@@ -105,6 +108,17 @@ class Runner {
       out.peak_allocated = std::max(out.peak_allocated, t.allocated);
     };
     observe();
+    // The start state counts against the device: one that does not fit is an OOM before the
+    // first event, and the run stops there (every later figure would be of a device that
+    // cannot exist).
+    if (m.totals().reserved > plan.front().second) {
+      out.oom = SimOom{0, m.totals().reserved, "the state alive when the window opens", true};
+      out.ooms = 1;
+      finish(out, m);
+      out.peak_reserved = out.peak_allocated = out.stranded_at_peak = 0;  // nothing ran
+      out.fragmentation_at_peak = 0;
+      return out;
+    }
     const auto& trace = replay_.device().trace;
     const uint32_t n = static_cast<uint32_t>(trace.size());
     size_t burst = 0;
@@ -173,29 +187,39 @@ class Runner {
     return out;
   }
 
-  void seed(AllocatorModel& m, FlatMap64<uint64_t>& live, bool exact) const {
+  // The state alive when the window opens, where the trace says it was: segments, then each
+  // live block inside its segment. A block that cannot go there (a trace the replay could not
+  // follow) is allocated by the model, never dropped; returns how many were.
+  uint64_t seed(AllocatorModel& m, FlatMap64<uint64_t>& live) const {
     ReplayedState start = replay_.state_at_start();
-    if (exact) {
-      for (const auto& seg : start.device.segments)
-        m.add_segment(seg.address, seg.total_size,
-                      PoolKey{seg.stream, seg.pool == snapshot::Pool::Small, seg.pool_id[0], seg.pool_id[1]},
-                      seg.expandable);
-      for (const auto& b : start.device.blocks) {
-        if (!b.is_active()) continue;
-        m.place(b.address, b.size,
-                b.state == snapshot::BlockState::ActivePendingFree ? ModelState::Pending : ModelState::Allocated);
-        live.try_emplace(b.address, b.address);
-      }
-      return;
-    }
     for (const auto& seg : start.device.segments)
-      for (const auto& b : start.device.blocks_of(seg)) {
-        if (!b.is_active()) continue;
-        auto r = m.malloc_simulated(b.requested_known ? b.requested_size : b.size, seg.stream);
-        if (!r.addr) continue;
-        live.try_emplace(b.address, *r.addr);
-        if (b.state == snapshot::BlockState::ActivePendingFree) m.free_requested(*r.addr);
+      m.add_segment(seg.address, seg.total_size,
+                    PoolKey{seg.stream, seg.pool == snapshot::Pool::Small, seg.pool_id[0], seg.pool_id[1]},
+                    seg.expandable);
+    uint64_t moved = 0;
+    const uint32_t n = replay_.first_window_range();
+    for (uint32_t id = 0; id < n; ++id) {
+      const LiveRange r = replay_.range(id);
+      const ModelState state = r.pending_at_start ? ModelState::Pending : ModelState::Allocated;
+      if (m.place(r.addr, r.size, state)) {
+        live.try_emplace(r.addr, r.addr);
+        continue;
       }
+      ++moved;
+      auto got = m.malloc_simulated(r.size, stream_at(start.device, r.addr));
+      if (!got.addr) continue;  // not even without a limit: an impossible size, counted as moved
+      live.try_emplace(r.addr, *got.addr);
+      if (r.pending_at_start) m.free_requested(*got.addr);
+    }
+    return moved;
+  }
+  // The stream of the segment holding addr (segments are in address order), else 0.
+  static uint64_t stream_at(const snapshot::Device& d, uint64_t addr) {
+    auto it = std::upper_bound(d.segments.begin(), d.segments.end(), addr,
+                               [](uint64_t a, const snapshot::Segment& seg) { return a < seg.address; });
+    if (it == d.segments.begin()) return 0;
+    --it;
+    return addr - it->address < it->total_size ? it->stream : 0;
   }
 
   const Context& ctx_;
@@ -251,9 +275,9 @@ namespace {
 
 // The runs to simulate: the recorded settings first, then one per --set.
 std::vector<RunSpec> run_specs(const SimulateOptions& options, const ModelSettings& recorded_settings) {
-  std::vector<RunSpec> specs{{"as recorded", recorded_settings, true}};
+  std::vector<RunSpec> specs{{"as recorded", recorded_settings}};
   for (const auto& set : options.sets) {
-    RunSpec spec{set, recorded_settings, false};
+    RunSpec spec{set, recorded_settings};
     // One --set may hold several settings separated by commas, as PYTORCH_CUDA_ALLOC_CONF does.
     size_t from = 0;
     while (from <= set.size()) {
@@ -276,6 +300,10 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
   const auto& trace = d.trace;
   sim.device = d.index;
   sim.starts_mid_run = replay.window_starts_mid_run();
+  sim.start_blocks = replay.first_window_range();
+  sim.start_reserved = replay.start_totals().reserved;
+  sim.start_allocated = replay.start_totals().allocated;
+  for (const auto& seg : replay.state_at_start().device.segments) sim.start_segments += seg.total_size > 0;
   const ModelSettings recorded_settings = ModelSettings::from(ctx.snap.settings);
 
   const std::vector<RunSpec> specs = run_specs(options, recorded_settings);

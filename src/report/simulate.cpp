@@ -40,7 +40,8 @@ std::string percent(double v) {
 }
 
 std::string oom_cell(const SimRun& r) {
-  return r.oom ? "event " + with_commas(r.oom->event_index) : std::string("no");
+  if (!r.oom) return "no";
+  return r.oom->at_window_start ? std::string("window start") : "event " + with_commas(r.oom->event_index);
 }
 
 // [[bucket MiB, divisions], ...] for the buckets that round (an empty list: plain 512 B rounding).
@@ -69,9 +70,11 @@ Json run_json(const SimRun& r) {
           {"ooms", r.ooms},
           {"oom", r.oom ? Json{{"event_index", r.oom->event_index},
                                {"requested_bytes", r.oom->requested_bytes},
-                               {"site", r.oom->site}}
+                               {"site", r.oom->site},
+                               {"at_window_start", r.oom->at_window_start}}
                         : Json(nullptr)},
-          {"min_capacity_bytes", opt(r.min_capacity)}};
+          {"min_capacity_bytes", opt(r.min_capacity)},
+          {"start_blocks_moved", r.start_blocks_moved}};
 }
 
 std::string fidelity_line(const Simulation& sim) {
@@ -98,7 +101,11 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
   para("capacity: " + (sim.runs.front().capacity ? human_bytes(*sim.runs.front().capacity) + " (" : "(") +
        sim.capacity_source + ")");
   if (sim.starts_mid_run)
-    para("the trace starts mid-run: every run starts from the state rewound to the window's start");
+    para("the trace starts mid-run: " + with_commas(sim.start_blocks) + " live blocks (" +
+         human_bytes(sim.start_allocated) + ") in " + with_commas(sim.start_segments) + " segments (" +
+         human_bytes(sim.start_reserved) +
+         " reserved) were alive when the window opened; every run starts from them, where the trace says they "
+         "were, and they count against the capacity");
   if (sim.explicit_empty_cache)
     para(with_commas(sim.explicit_empty_cache) +
          " recorded cache flushes not forced by a failed cudaMalloc (empty_cache()) are made in every run");
@@ -128,10 +135,12 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
       for (size_t c = first; c < last; ++c) out << pad_left(cell(*all[c]), col_w);
       out << '\n';
     };
-    row("peak reserved", [](const SimRun& r) { return human_bytes(r.peak_reserved); });
-    row("peak allocated", [](const SimRun& r) { return human_bytes(r.peak_allocated); });
-    row("stranded at the peak", [](const SimRun& r) { return human_bytes(r.stranded_at_peak); });
-    row("fragmentation", [](const SimRun& r) { return percent(r.fragmentation_at_peak); });
+    // A run that could not start (its start state does not fit) has no figures.
+    auto ran = [](const SimRun& r, std::string cell) { return r.oom && r.oom->at_window_start ? "-" : cell; };
+    row("peak reserved", [&](const SimRun& r) { return ran(r, human_bytes(r.peak_reserved)); });
+    row("peak allocated", [&](const SimRun& r) { return ran(r, human_bytes(r.peak_allocated)); });
+    row("stranded at the peak", [&](const SimRun& r) { return ran(r, human_bytes(r.stranded_at_peak)); });
+    row("fragmentation", [&](const SimRun& r) { return ran(r, percent(r.fragmentation_at_peak)); });
     row("cudaMalloc / map", [](const SimRun& r) { return with_commas(r.segment_allocs); });
     row("cudaFree / unmap", [](const SimRun& r) { return with_commas(r.segment_frees); });
     row("flush and retry", [](const SimRun& r) { return with_commas(r.retries); });
@@ -144,11 +153,21 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
       });
     if (!legend.empty()) out << legend;
   }
-  for (size_t c = 0; c < all.size(); ++c)
-    if (all[c]->oom && c > 0)
-      para(std::string(c == 1 ? "as recorded" : "[" + std::to_string(c - 1) + "]") + ": runs out of memory at event " +
-           with_commas(all[c]->oom->event_index) + " requesting " + human_bytes(all[c]->oom->requested_bytes) +
-           " from " + term(all[c]->oom->site, 200));
+  for (size_t c = 1; c < all.size(); ++c) {
+    const std::string name = c == 1 ? "as recorded" : "[" + std::to_string(c - 1) + "]";
+    if (all[c]->start_blocks_moved)
+      para(name + ": " + with_commas(all[c]->start_blocks_moved) +
+           " blocks alive at the window's start could not be put where the trace says (the trace is not "
+           "consistent there); the model allocated them itself");
+    if (!all[c]->oom) continue;
+    if (all[c]->oom->at_window_start)
+      para(name + ": runs out of memory at the window's start: the " + human_bytes(all[c]->oom->requested_bytes) +
+           " reserved when the window opened do not fit in " +
+           (all[c]->capacity ? human_bytes(*all[c]->capacity) : std::string("the device")));
+    else
+      para(name + ": runs out of memory at event " + with_commas(all[c]->oom->event_index) + " requesting " +
+           human_bytes(all[c]->oom->requested_bytes) + " from " + term(all[c]->oom->site, 200));
+  }
 }
 
 void write_simulate_json(std::ostream& out, const Source& src, const Simulation& sim) {
@@ -166,6 +185,11 @@ void write_simulate_json(std::ostream& out, const Source& src, const Simulation&
               {"input", detail::input_json(src.input, src.context.snap)},
               {"device", sim.device},
               {"starts_mid_run", sim.starts_mid_run},
+              {"start_state",
+               {{"blocks", sim.start_blocks},
+                {"segments", sim.start_segments},
+                {"reserved_bytes", sim.start_reserved},
+                {"allocated_bytes", sim.start_allocated}}},
               {"capacity_source", sim.capacity_source},
               {"explicit_empty_cache", sim.explicit_empty_cache},
               {"recorded", run_json(sim.recorded)},

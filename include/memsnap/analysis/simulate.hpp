@@ -11,8 +11,11 @@
 // where it is not identical the what-if figures are estimates.
 //
 // A trace that starts mid-run (the ring buffer dropped older events) starts from the
-// state rewound to the window's start: as it was under the recorded settings; under
-// other settings its live blocks are allocated first, in address order.
+// state rewound to the window's start, under every setting: its segments and live
+// blocks where the trace says they were (they were allocated before the window, under
+// the recorded settings), counted against the capacity. A start state larger than the
+// capacity is an OOM at the window's start; a start block the model cannot put where
+// the trace says (an inconsistent trace) is allocated by the model instead, and counted.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +37,9 @@ struct SimulateOptions {
 
 struct SimOom {
   uint32_t event_index = 0;
-  uint64_t requested_bytes = 0;  // rounded
+  uint64_t requested_bytes = 0;  // rounded; at the window's start: the start state's reserved bytes
   std::string site;
+  bool at_window_start = false;  // the state alive when the window opens does not fit
 };
 
 struct SimRun {
@@ -49,6 +53,7 @@ struct SimRun {
   uint64_t ooms = 0;
   std::optional<SimOom> oom;  // the first
   std::optional<uint64_t> min_capacity;
+  uint64_t start_blocks_moved = 0;  // start blocks the model could not put where the trace says
 };
 
 struct Fidelity {
@@ -64,6 +69,8 @@ struct Fidelity {
 struct Simulation {
   int device = 0;
   bool starts_mid_run = false;
+  uint64_t start_blocks = 0, start_segments = 0;  // alive when the window opens
+  uint64_t start_reserved = 0, start_allocated = 0;
   std::string capacity_source;  // how the recorded capacity was found
   SimRun recorded;              // figures read from the trace
   std::vector<SimRun> runs;     // runs[0]: the recorded settings and capacity
