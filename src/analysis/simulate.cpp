@@ -2,6 +2,7 @@
 #include "memsnap/analysis/simulate.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/flat_map.hpp"
@@ -73,6 +74,56 @@ CapacityPlan recorded_plan(const Replay& replay) {
   return rev;
 }
 
+// The recorded run's expandable mapped ranges (start -> end), followed through the trace's
+// segment_map / segment_unmap: where an alloc sits within its range.
+using Ranges = std::map<uint64_t, uint64_t>;
+
+void map_range(Ranges& r, uint64_t a, uint64_t n) {
+  uint64_t lo = a, hi = n > UINT64_MAX - a ? UINT64_MAX : a + n;
+  auto it = r.lower_bound(a);
+  if (it != r.begin())
+    if (auto p = std::prev(it); p->second >= lo) {
+      lo = p->first;
+      hi = std::max(hi, p->second);
+      r.erase(p);
+    }
+  while (it != r.end() && it->first <= hi) {
+    hi = std::max(hi, it->second);
+    it = r.erase(it);
+  }
+  r[lo] = hi;
+}
+
+void unmap_range(Ranges& r, uint64_t a, uint64_t n) {
+  auto it = r.upper_bound(a);
+  if (it == r.begin() || std::prev(it)->second <= a) return;
+  --it;
+  const uint64_t lo = it->first, hi = it->second, end = n > UINT64_MAX - a ? UINT64_MAX : a + n;
+  r.erase(it);
+  if (lo < a) r[lo] = a;
+  if (end < hi) r[end] = hi;
+}
+
+// An alloc's place: its address, or (expandable) its offset within its mapped range.
+struct Place {
+  bool expandable = false;
+  uint64_t at = 0;
+  bool operator==(const Place&) const = default;
+};
+
+std::string place_text(const Place& p) {
+  return p.expandable ? "offset " + hex(p.at) + " of an expandable range" : hex(p.at);
+}
+
+// What the fidelity run notes while it runs, to compare with the trace.
+struct Probe {
+  Ranges ranges;  // recorded
+  uint64_t allocs_compared = 0, allocs_matching = 0;
+  std::optional<uint32_t> first_alloc;
+  std::string first_alloc_what;
+  std::vector<uint32_t> segment_events;  // the event at which the model made each segment
+};
+
 struct RunSpec {
   std::string label;
   ModelSettings settings;
@@ -83,7 +134,7 @@ class Runner {
   Runner(const Context& ctx, const Replay& replay, const std::vector<FreeBurst>& bursts, bool mirror_retries)
       : ctx_(ctx), replay_(replay), bursts_(bursts), mirror_retries_(mirror_retries) {}
 
-  SimRun run(const RunSpec& spec, const CapacityPlan& plan, bool stop_at_oom = false) const {
+  SimRun run(const RunSpec& spec, const CapacityPlan& plan, bool stop_at_oom = false, Probe* probe = nullptr) const {
     SimRun out;
     out.label = spec.label;
     out.settings = spec.settings;
@@ -129,6 +180,7 @@ class Runner {
         case Action::Oom:  // the request that failed: if it fits here, its block stays (the run goes on holding it)
         case Action::Alloc: {
           auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
+          if (probe && a == Action::Alloc) compare_alloc(*probe, m, i, r.addr);
           if (!r.addr) {
             if (!out.oom) out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
             ++out.ooms;
@@ -149,6 +201,8 @@ class Runner {
           }
           break;
         default:
+          if (probe && a == Action::SegmentMap) map_range(probe->ranges, trace.addr_at(i), trace.size_at(i));
+          if (probe && a == Action::SegmentUnmap) unmap_range(probe->ranges, trace.addr_at(i), trace.size_at(i));
           if (frees_segment(a)) {
             while (burst < bursts_.size() && bursts_[burst].last < i) ++burst;
             // A recorded flush the model would not make itself: an explicit empty_cache(), or a
@@ -158,12 +212,38 @@ class Runner {
           }
           break;
       }
+      if (probe)
+        while (probe->segment_events.size() < m.segment_sizes().size()) probe->segment_events.push_back(i);
       observe();
     }
     return finish(out, m);
   }
 
  private:
+  // The alloc at event i: served at `got` by the model, at the trace's address in the recorded run.
+  void compare_alloc(Probe& probe, const AllocatorModel& m, uint32_t i, std::optional<uint64_t> got) const {
+    const auto& trace = replay_.device().trace;
+    const uint64_t addr = trace.addr_at(i);
+    Place recorded{false, addr};
+    if (auto it = probe.ranges.upper_bound(addr); it != probe.ranges.begin() && std::prev(it)->second > addr)
+      recorded = {true, addr - std::prev(it)->first};
+    std::optional<Place> simulated;
+    if (got) {
+      const ModelBlock* b = m.block(*got);
+      simulated = b && b->expandable ? Place{true, *got - b->segment} : Place{false, *got};
+    }
+    ++probe.allocs_compared;
+    if (simulated && *simulated == recorded) {
+      ++probe.allocs_matching;
+      return;
+    }
+    if (probe.first_alloc) return;
+    probe.first_alloc = i;
+    probe.first_alloc_what = "the alloc of " + human_bytes(trace.size_at(i)) +
+                             (simulated ? " lands at " + place_text(*simulated) : std::string(" fails")) +
+                             ", recorded at " + place_text(recorded);
+  }
+
   std::vector<std::pair<uint64_t, uint64_t>> segment_hints() const {
     std::vector<std::pair<uint64_t, uint64_t>> out;
     const auto& trace = replay_.device().trace;
@@ -292,6 +372,57 @@ std::vector<RunSpec> run_specs(const SimulateOptions& options, const ModelSettin
   return specs;
 }
 
+// The fidelity run against the trace; the first divergence is the earliest event where an
+// alloc lands elsewhere, a segment differs or an OOM happens in one run only.
+Fidelity fidelity(const SimRun& rec, const SimRun& r, const std::vector<std::pair<uint32_t, uint64_t>>& recorded,
+                  const std::vector<uint64_t>& got, const Probe& probe) {
+  Fidelity f;
+  f.segments_recorded = recorded.size();
+  f.segments_simulated = got.size();
+  while (f.segments_matching < std::min(got.size(), recorded.size()) &&
+         got[f.segments_matching] == recorded[f.segments_matching].second)
+    ++f.segments_matching;
+  f.allocs_compared = probe.allocs_compared;
+  f.allocs_matching = probe.allocs_matching;
+  f.peak_reserved_equal = r.peak_reserved == rec.peak_reserved;
+  f.peak_allocated_equal = r.peak_allocated == rec.peak_allocated;
+  f.oom_equal = (!r.oom && !rec.oom) || (r.oom && rec.oom && r.oom->event_index == rec.oom->event_index &&
+                                         r.oom->at_window_start == rec.oom->at_window_start);
+  auto consider = [&](uint32_t event, std::string what) {
+    if (!f.first_divergence_event || event < *f.first_divergence_event) {
+      f.first_divergence_event = event;
+      f.first_divergence = std::move(what);
+    }
+  };
+  if (probe.first_alloc) consider(*probe.first_alloc, probe.first_alloc_what);
+  if (const uint64_t k = f.segments_matching; k < std::max(got.size(), recorded.size())) {
+    const std::string nth = "segment " + with_commas(k + 1);
+    if (k < got.size() && k < recorded.size())
+      consider(std::min(recorded[k].first, probe.segment_events.at(k)),
+               nth + " is " + human_bytes(got[k]) + ", recorded " + human_bytes(recorded[k].second));
+    else if (k < recorded.size())
+      consider(recorded[k].first, nth + " (" + human_bytes(recorded[k].second) + ") is never made");
+    else
+      consider(probe.segment_events.at(k), nth + " (" + human_bytes(got[k]) + ") was not in the recorded run");
+  }
+  if (!f.oom_equal) {
+    if (r.oom && (!rec.oom || r.oom->event_index < rec.oom->event_index))
+      consider(r.oom->event_index, r.oom->at_window_start ? "the start state does not fit"
+                                                          : "runs out of memory where the recorded run did not");
+    else if (rec.oom)
+      consider(rec.oom->event_index, "the recorded OOM does not happen");
+  }
+  if (!f.first_divergence_event) {
+    if (!f.peak_reserved_equal)
+      f.first_divergence =
+          "peak reserved " + human_bytes(r.peak_reserved) + ", recorded " + human_bytes(rec.peak_reserved);
+    else if (!f.peak_allocated_equal)
+      f.first_divergence =
+          "peak allocated " + human_bytes(r.peak_allocated) + ", recorded " + human_bytes(rec.peak_allocated);
+  }
+  return f;
+}
+
 }  // namespace
 
 Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOptions& options) {
@@ -321,12 +452,12 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
   if (const auto& p = replay.peak_allocated())
     rec.peak_allocated =
         replay.allocated_peak_at_window_start() ? replay.start_totals().allocated : p->totals.allocated;
-  std::vector<uint64_t> recorded_segments;
+  std::vector<std::pair<uint32_t, uint64_t>> recorded_segments;  // (event, size)
   for (uint32_t i = 0; i < trace.size(); ++i) {
     Action a = trace.action_at(i);
     if (maps_segment(a)) {
       ++rec.segment_allocs;
-      recorded_segments.push_back(trace.size_at(i));
+      recorded_segments.emplace_back(i, trace.size_at(i));
     }
     if (frees_segment(a)) ++rec.segment_frees;
   }
@@ -351,23 +482,28 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
   const CapacityPlan plan = options.capacity ? constant(options.capacity) : recorded_plan(replay);
 
   Runner runner(ctx, replay, bursts, !known);
+  // Fidelity: the recorded settings on the recorded device (with --capacity, a run of its own).
+  Probe probe;
+  for (const auto& seg : replay.state_at_start().device.segments)
+    if (seg.expandable) map_range(probe.ranges, seg.address, seg.total_size);
+  std::optional<SimRun> faithful;
+  if (options.capacity) {
+    Runner recorded_device(ctx, replay, bursts, !rec.capacity);
+    faithful = recorded_device.run(specs.front(), recorded_plan(replay), false, &probe);
+    sim.fidelity = fidelity(rec, *faithful, recorded_segments, recorded_device.last_segments_, probe);
+  }
   for (const RunSpec& spec : specs) {
-    SimRun r = runner.run(spec, plan);
-    if (&spec == &specs.front()) {
-      const auto& got = runner.last_segments_;
-      Fidelity& f = sim.fidelity;
-      f.segments_recorded = recorded_segments.size();
-      f.segments_simulated = got.size();
-      while (f.segments_matching < std::min(got.size(), recorded_segments.size()) &&
-             got[f.segments_matching] == recorded_segments[f.segments_matching])
-        ++f.segments_matching;
-      f.peak_reserved_equal = r.peak_reserved == rec.peak_reserved;
-      f.oom_equal = (!r.oom && !rec.oom) || (r.oom && rec.oom && r.oom->event_index == rec.oom->event_index);
-    }
+    const bool first = &spec == &specs.front();
+    SimRun r = runner.run(spec, plan, false, first && !faithful ? &probe : nullptr);
+    if (first && !faithful) sim.fidelity = fidelity(rec, r, recorded_segments, runner.last_segments_, probe);
     if (options.min_capacity) r.min_capacity = min_capacity(runner, spec);
     sim.gc_approximated = sim.gc_approximated || spec.settings.garbage_collection_threshold > 0;
     sim.runs.push_back(std::move(r));
   }
+  if (!replay.consistent())
+    sim.fidelity.replay_divergence_event = replay.first_mismatch()->event;
+  else if (replay.layout_check().first_unfollowed_event)
+    sim.fidelity.replay_divergence_event = replay.layout_check().first_unfollowed_event;
   return sim;
 }
 

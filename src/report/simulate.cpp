@@ -79,16 +79,27 @@ Json run_json(const SimRun& r) {
 
 std::string fidelity_line(const Simulation& sim) {
   const auto& f = sim.fidelity;
-  std::string line =
-      "fidelity: segment sequence " +
-      std::string(f.segments_matching == f.segments_recorded && f.segments_simulated == f.segments_recorded
-                      ? "identical: "
-                      : "differs: ") +
-      with_commas(f.segments_matching) + " of " + with_commas(f.segments_recorded) + " match (simulated " +
-      with_commas(f.segments_simulated) + "); peak reserved " + (f.peak_reserved_equal ? "equal" : "differs") +
-      "; OOM " + (f.oom_equal ? "at the same event" : "differs");
-  if (!f.identical()) line += ". The what-if figures below are estimates.";
-  return line;
+  if (f.compared_nothing())
+    return "fidelity: nothing to compare (the trace holds no alloc and no segment event): the what-if figures "
+           "below are unchecked estimates";
+  const std::string allocs =
+      with_commas(f.allocs_matching) + " of " + with_commas(f.allocs_compared) + " allocs where the trace put them";
+  const std::string segments =
+      with_commas(f.segments_matching) + " of " + with_commas(f.segments_recorded) + " segment sizes in order" +
+      (f.segments_simulated != f.segments_recorded ? " (simulated " + with_commas(f.segments_simulated) + ")"
+                                                   : std::string());
+  if (f.identical())
+    return "fidelity: identical: " + allocs + ", " + segments + ", peaks equal, " +
+           (sim.recorded.oom ? "OOM at the same event" : "no OOM in either");
+  std::string line = "fidelity: differs";
+  if (f.first_divergence_event) line += " from event " + with_commas(*f.first_divergence_event);
+  if (!f.first_divergence.empty()) line += ": " + term(f.first_divergence, 200);
+  line += ". " + allocs + "; " + segments + "; peak reserved " + (f.peak_reserved_equal ? "equal" : "differs") +
+          ", allocated " + (f.peak_allocated_equal ? "equal" : "differs") + "; OOM " +
+          (f.oom_equal ? "at the same event" : "differs");
+  if (f.replay_divergence_event)
+    line += "; the replay itself cannot follow the trace from event " + with_commas(*f.replay_divergence_event);
+  return line + ". The what-if figures below are estimates.";
 }
 
 }  // namespace
@@ -174,12 +185,21 @@ void write_simulate_json(std::ostream& out, const Source& src, const Simulation&
   Json runs = Json::array();
   for (const auto& r : sim.runs) runs.push_back(run_json(r));
   const auto& f = sim.fidelity;
-  runs[0]["fidelity"] = {{"identical", f.identical()},
-                         {"segments_recorded", f.segments_recorded},
-                         {"segments_simulated", f.segments_simulated},
-                         {"segments_matching", f.segments_matching},
-                         {"peak_reserved_equal", f.peak_reserved_equal},
-                         {"oom_equal", f.oom_equal}};
+  runs[0]["fidelity"] = {
+      {"identical", f.identical()},
+      {"segments_recorded", f.segments_recorded},
+      {"segments_simulated", f.segments_simulated},
+      {"segments_matching", f.segments_matching},
+      {"peak_reserved_equal", f.peak_reserved_equal},
+      {"oom_equal", f.oom_equal},
+      {"allocs_compared", f.allocs_compared},
+      {"allocs_matching", f.allocs_matching},
+      {"peak_allocated_equal", f.peak_allocated_equal},
+      {"compared_nothing", f.compared_nothing()},
+      {"first_divergence", f.first_divergence.empty() && !f.first_divergence_event
+                               ? Json(nullptr)
+                               : Json{{"event_index", opt(f.first_divergence_event)}, {"what", f.first_divergence}}},
+      {"replay_divergence_event", opt(f.replay_divergence_event)}};
   Json doc = {{"schema_version", 1},
               {"tool", {{"name", "memsnap"}, {"version", kVersion}}},
               {"input", detail::input_json(src.input, src.context.snap)},

@@ -129,6 +129,46 @@ for name in ("MAGMA27__assignment2-systems__memory_snapshot", "notHanmin__assign
                       r["peak_reserved_bytes"] <= r["capacity_bytes"] == int(cap[:-3]) * GiB,
                       "%d > %r" % (r["peak_reserved_bytes"], r["capacity_bytes"]))
 
+# Every traced device: the run with the recorded settings is identical to the trace by the
+# per-alloc comparison (or, where the replay itself cannot follow the trace, names the same
+# event; or compares nothing and says so), and a --set equal to the recorded settings is that run.
+traced = 0
+for name in sorted(f for f in os.listdir(REAL) if not f.endswith(".md")):
+    path = os.path.join(REAL, name)
+    p = subprocess.run([MEMSNAP, "analyze", "--format", "json", path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=600)
+    if p.returncode != 0:
+        continue
+    for d in json.loads(p.stdout)["devices"]:
+        if not d.get("trace") or not d["trace"].get("entries"):
+            continue
+        traced += 1
+        where = "%s device %d" % (name, d["device"])
+        doc = simulate(path, "--device", str(d["device"]))
+        if not doc:
+            continue
+        fid = doc["runs"][0]["fidelity"]
+        top, _ = snapshot_totals.load(path)
+        allocs = sum(1 for e in top["device_traces"][d["device"]] if e["action"] == "alloc")
+        check(where + ": every alloc compared", fid["allocs_compared"] == allocs, "%r vs %d" % (fid, allocs))
+        if fid["compared_nothing"]:
+            check(where + ": nothing compared is not identical", fid["identical"] is False and allocs == 0, repr(fid))
+        elif fid["replay_divergence_event"] is not None:
+            check(where + ": names the replay's divergence", fid["first_divergence"] is not None and
+                  fid["first_divergence"]["event_index"] == fid["replay_divergence_event"], repr(fid))
+        else:
+            check(where + ": identical", fid["identical"] is True and fid["allocs_matching"] == allocs, repr(fid))
+        st = doc["recorded"]["settings"]
+        same = "expandable_segments:" + ("True" if st["expandable_segments"] else "False")
+        if st["max_split_size_bytes"]:
+            same += ",max_split_size_mb:%d" % (st["max_split_size_bytes"] >> 20)
+        if st["garbage_collection_threshold"]:
+            same += ",garbage_collection_threshold:%g" % st["garbage_collection_threshold"]
+        both = simulate(path, "--device", str(d["device"]), "--set", same)
+        if both:
+            same_columns(where + " --set " + same, both["runs"][0], both["runs"][1])
+check("traced devices found", traced >= 20, "only %d" % traced)
+
 for f in failures:
     print("FAIL " + f)
 print("%d failures" % len(failures))

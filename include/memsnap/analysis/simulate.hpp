@@ -56,13 +56,22 @@ struct SimRun {
   uint64_t start_blocks_moved = 0;  // start blocks the model could not put where the trace says
 };
 
+// The run with the recorded settings and device against the trace: every alloc's place (its
+// address, or its offset within its expandable range), the segment sizes in order, the peaks
+// and the OOM event. Identical only when every comparison agrees and something was compared.
 struct Fidelity {
   uint64_t segments_recorded = 0, segments_simulated = 0, segments_matching = 0;  // leading sizes equal
-  bool peak_reserved_equal = false;
+  uint64_t allocs_compared = 0, allocs_matching = 0;
+  bool peak_reserved_equal = false, peak_allocated_equal = false;
   bool oom_equal = false;
+  std::optional<uint32_t> first_divergence_event;  // the first event where the model parts
+  std::string first_divergence;                    // what differs there (or at the peaks)
+  /// The replay (following the trace) reported it could not follow from this event.
+  std::optional<uint32_t> replay_divergence_event;
+  bool compared_nothing() const { return allocs_compared == 0 && segments_recorded == 0 && segments_simulated == 0; }
   bool identical() const {
-    return segments_recorded == segments_simulated && segments_matching == segments_recorded && peak_reserved_equal &&
-           oom_equal;
+    return !compared_nothing() && segments_recorded == segments_simulated && segments_matching == segments_recorded &&
+           allocs_matching == allocs_compared && peak_reserved_equal && peak_allocated_equal && oom_equal;
   }
 };
 
