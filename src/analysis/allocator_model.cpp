@@ -582,6 +582,12 @@ AllocatorModel::Malloc AllocatorModel::malloc_simulated(uint64_t requested, uint
       ++c_.retries;
       addr = grow();
     }
+    if (!addr && capacity_lower_bound_ && settings_.capacity != UINT64_MAX) {
+      // Only a lower bound on the device: the run needs more than it shows, not an OOM.
+      settings_.capacity = UINT64_MAX;
+      lower_bound_exceeded_ = true;
+      addr = grow();
+    }
     if (!addr) return out;
   }
   alloc_at(*addr, out.rounded);

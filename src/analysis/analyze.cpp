@@ -37,7 +37,11 @@ void what_if(const Context& ctx, const Replay& replay, OomResult& ooms) {
   const SimRun& run = sim.runs[1];
   OomReport::WhatIf w;
   w.setting = setting;
-  w.fits = !run.oom || run.oom->event_index > *r.event_index;
+  // It fits when the run reaches past this request holding no more than the device had then.
+  w.capacity_bytes = run.capacity;
+  w.reserved_at_oom_bytes = run.reserved_at_recorded_oom;
+  w.fits = (!run.oom || run.oom->event_index > *r.event_index) && run.reserved_at_recorded_oom &&
+           (!run.capacity || *run.reserved_at_recorded_oom <= *run.capacity);
   if (run.oom) w.oom_event = run.oom->event_index;
   w.peak_reserved_bytes = run.peak_reserved;
   r.what_if = w;

@@ -32,18 +32,26 @@ uint64_t stranded(const snapshot::Device& d) {
   return out;
 }
 
-// The device's size over the run, as (from event, capacity) steps.
-using CapacityPlan = std::vector<std::pair<uint32_t, uint64_t>>;
+// The device's size over the run, in steps from an event on. A size is known (an OOM's
+// device_free plus what PyTorch held then, or --capacity) or only a lower bound (what the
+// recorded run itself held): a run that needs more than a lower bound is not out of memory,
+// it needs more than the trace shows the device had (SimNeed).
+struct CapacityStep {
+  uint32_t from = 0;
+  uint64_t capacity = UINT64_MAX;
+  bool lower_bound = false;
+};
+using CapacityPlan = std::vector<CapacityStep>;
 
 CapacityPlan constant(std::optional<uint64_t> c) {
-  return {{0, c.value_or(UINT64_MAX)}};
+  return {{0, c.value_or(UINT64_MAX), false}};
 }
 
-// The device as the recorded run saw it: up to each OOM, at least what the run held
-// from then until that OOM, and at the OOM what it held plus what cudaMemGetInfo said
-// was free; after the last OOM, no limit (the run went on). Memory outside the
-// allocator (other processes, a shrinking budget) makes this change over time, and a
-// constant would fail the recorded run earlier than it failed.
+// The device as the recorded run saw it: at each OOM what it held plus what
+// cudaMemGetInfo said was free, known from there back to where the run held more (then
+// what it held from there to the OOM, a lower bound); after the last OOM, no limit (the
+// run went on). Memory outside the allocator (other processes, a shrinking budget) makes
+// this change over time, and a constant would fail the recorded run earlier than it failed.
 CapacityPlan recorded_plan(const Replay& replay) {
   const auto& trace = replay.device().trace;
   uint64_t reserved = 0;  // after the event, walking backwards from the dump
@@ -54,23 +62,25 @@ CapacityPlan recorded_plan(const Replay& replay) {
   for (size_t k = trace.size(); k-- > 0;) {
     const Action a = trace.action_at(k);
     if (a == Action::Oom) {
-      bound = reserved + trace[k].device_free();
+      const uint64_t free = trace[k].device_free();
+      bound = free > UINT64_MAX - 1 - reserved ? UINT64_MAX - 1 : reserved + free;
       suffix = 0;
     }
     suffix = std::max(suffix, reserved);
-    uint64_t cap = bound ? std::max(*bound, suffix) : UINT64_MAX;
-    if (rev.empty() || rev.back().second != cap)
-      rev.push_back({static_cast<uint32_t>(k), cap});
+    const CapacityStep step{static_cast<uint32_t>(k), bound ? std::max(*bound, suffix) : UINT64_MAX,
+                            bound && suffix > *bound};
+    if (rev.empty() || rev.back().capacity != step.capacity || rev.back().lower_bound != step.lower_bound)
+      rev.push_back(step);
     else
-      rev.back().first = static_cast<uint32_t>(k);
+      rev.back().from = step.from;
     if (maps_segment(a)) reserved -= std::min(reserved, trace.size_at(k));
     if (frees_segment(a)) reserved += trace.size_at(k);
   }
   std::reverse(rev.begin(), rev.end());
-  if (rev.empty()) rev.push_back({0, UINT64_MAX});
-  rev.front().first = 0;
+  if (rev.empty()) rev.push_back({0, UINT64_MAX, false});
+  rev.front().from = 0;
   // What was reserved when the window opened, the device held too.
-  if (rev.front().second != UINT64_MAX) rev.front().second = std::max(rev.front().second, reserved);
+  if (rev.front().capacity != UINT64_MAX && reserved > rev.front().capacity) rev.front() = {0, reserved, true};
   return rev;
 }
 
@@ -147,7 +157,7 @@ class Runner {
     size_t next_step = 1;
     FlatMap64<uint64_t> live;  // recorded address -> simulated address
     out.start_blocks_moved = seed(m, live);
-    m.set_capacity(plan.front().second);
+    m.set_capacity(plan.front().capacity, plan.front().lower_bound);
     auto observe = [&] {
       const ModelTotals& t = m.totals();
       // The model notes the state when a segment takes reserved memory to a new high
@@ -162,7 +172,7 @@ class Runner {
     // The start state counts against the device: one that does not fit is an OOM before the
     // first event, and the run stops there (every later figure would be of a device that
     // cannot exist).
-    if (m.totals().reserved > plan.front().second) {
+    if (!plan.front().lower_bound && m.totals().reserved > plan.front().capacity) {
       out.oom = SimOom{0, m.totals().reserved, "the state alive when the window opens", true};
       out.ooms = 1;
       finish(out, m);
@@ -175,7 +185,10 @@ class Runner {
     size_t burst = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const Action a = trace.action_at(i);
-      while (next_step < plan.size() && plan[next_step].first <= i) m.set_capacity(plan[next_step++].second);
+      while (next_step < plan.size() && plan[next_step].from <= i) {
+        m.set_capacity(plan[next_step].capacity, plan[next_step].lower_bound);
+        ++next_step;
+      }
       switch (a) {
         case Action::Oom:  // the request that failed: if it fits here, its block stays (the run goes on holding it)
         case Action::Alloc: {
@@ -212,6 +225,23 @@ class Runner {
           }
           break;
       }
+      // Where the recorded run ran out, the device's size is known: a run that holds more once
+      // this request is done (it may have flushed its cache for it, as the recorded run did)
+      // gives back what it caches; what it cannot is an OOM here.
+      if (const CapacityStep& step = plan[next_step - 1];
+          a == Action::Oom && !step.lower_bound && m.totals().reserved > step.capacity) {
+        m.empty_cache();
+        if (m.totals().reserved > step.capacity) {
+          if (!out.oom)
+            out.oom = SimOom{i, m.totals().reserved, "memory held when the device's size is known", false, true};
+          ++out.ooms;
+          if (stop_at_oom) return finish(out, m);
+        }
+      }
+      if (!replay_.ooms().empty() && i == replay_.ooms().front().event)
+        out.reserved_at_recorded_oom = m.totals().reserved;
+      if (m.take_lower_bound_exceeded() && !out.need)
+        out.need = SimNeed{i, m.totals().reserved, plan[next_step - 1].capacity};
       if (probe)
         while (probe->segment_events.size() < m.segment_sizes().size()) probe->segment_events.push_back(i);
       observe();
@@ -253,9 +283,9 @@ class Runner {
   }
   // The capacity a plan is known by: at the first OOM, or the constant.
   static std::optional<uint64_t> plan_capacity(const CapacityPlan& plan) {
-    uint64_t c = plan.back().second;
-    for (const auto& [from, cap] : plan)
-      if (cap != UINT64_MAX) c = std::min(c, cap);
+    uint64_t c = UINT64_MAX;
+    for (const CapacityStep& step : plan)
+      if (!step.lower_bound) c = std::min(c, step.capacity);
     return c == UINT64_MAX ? std::nullopt : std::optional<uint64_t>(c);
   }
   SimRun& finish(SimRun& out, const AllocatorModel& m) const {
@@ -464,6 +494,11 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
   const std::vector<FreeBurst> bursts = free_bursts(trace);
   for (const auto& b : bursts) (b.retry ? rec.retries : sim.explicit_empty_cache) += 1;
   rec.ooms = replay.ooms().size();
+  if (!replay.ooms().empty()) {
+    sim.ends_at_oom = true;
+    for (uint32_t i = replay.ooms().back().event + 1; i < trace.size() && sim.ends_at_oom; ++i)
+      sim.ends_at_oom = trace.action_at(i) != Action::Alloc;
+  }
   if (!replay.ooms().empty()) {
     uint32_t i = replay.ooms().front().event;
     rec.oom = SimOom{i, trace.size_at(i), ctx.sites.name(ctx.sites.site_of(trace.stack_at(i)))};

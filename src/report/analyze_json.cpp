@@ -280,7 +280,9 @@ Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& l
           {"what_if", r.what_if ? Json{{"setting", r.what_if->setting},
                                        {"fits", r.what_if->fits},
                                        {"oom_event_index", opt(r.what_if->oom_event)},
-                                       {"peak_reserved_bytes", r.what_if->peak_reserved_bytes}}
+                                       {"peak_reserved_bytes", r.what_if->peak_reserved_bytes},
+                                       {"reserved_at_oom_bytes", opt(r.what_if->reserved_at_oom_bytes)},
+                                       {"capacity_bytes", opt(r.what_if->capacity_bytes)}}
                                 : Json(nullptr)},
           {"from_trace", r.from_trace},
           {"pool", snapshot::to_string(r.pool)},

@@ -71,10 +71,15 @@ Json run_json(const SimRun& r) {
           {"oom", r.oom ? Json{{"event_index", r.oom->event_index},
                                {"requested_bytes", r.oom->requested_bytes},
                                {"site", r.oom->site},
-                               {"at_window_start", r.oom->at_window_start}}
+                               {"at_window_start", r.oom->at_window_start},
+                               {"over_capacity", r.oom->over_capacity}}
                         : Json(nullptr)},
           {"min_capacity_bytes", opt(r.min_capacity)},
-          {"start_blocks_moved", r.start_blocks_moved}};
+          {"start_blocks_moved", r.start_blocks_moved},
+          {"needs", r.need ? Json{{"event_index", r.need->event_index},
+                                  {"reserved_bytes", r.need->reserved_bytes},
+                                  {"shown_bytes", r.need->shown_bytes}}
+                           : Json(nullptr)}};
 }
 
 std::string fidelity_line(const Simulation& sim) {
@@ -125,6 +130,10 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
         "garbage_collection_threshold is approximated: the model frees wholly free segments in address order, "
         "PyTorch the oldest cached blocks");
   para(fidelity_line(sim));
+  if (sim.ends_at_oom)
+    para("the recorded run ran out of memory at event " + with_commas(sim.recorded.oom->event_index) +
+         " and the trace holds no allocation after its last OOM: every run covers only the recorded part of "
+         "that step, not the rest of the job");
   // Columns: the recorded run, then the simulated runs, three at a time.
   std::vector<const SimRun*> all{&sim.recorded};
   for (const auto& r : sim.runs) all.push_back(&r);
@@ -170,8 +179,17 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
       para(name + ": " + with_commas(all[c]->start_blocks_moved) +
            " blocks alive at the window's start could not be put where the trace says (the trace is not "
            "consistent there); the model allocated them itself");
+    if (const auto& n = all[c]->need; n && (!all[c]->oom || n->event_index < all[c]->oom->event_index))
+      para(name + ": needs " + human_bytes(n->reserved_bytes) + " at event " + with_commas(n->event_index) +
+           "; the trace only shows the device held " + human_bytes(n->shown_bytes) +
+           " (not an OOM: the device may have had more)");
     if (!all[c]->oom) continue;
-    if (all[c]->oom->at_window_start)
+    if (all[c]->oom->over_capacity)
+      para(name + ": runs out of memory at event " + with_commas(all[c]->oom->event_index) + ": it holds " +
+           human_bytes(all[c]->oom->requested_bytes) + " there, more than the " +
+           (all[c]->capacity ? human_bytes(*all[c]->capacity) : std::string("size")) +
+           " the device had, even with its cache emptied");
+    else if (all[c]->oom->at_window_start)
       para(name + ": runs out of memory at the window's start: the " + human_bytes(all[c]->oom->requested_bytes) +
            " reserved when the window opened do not fit in " +
            (all[c]->capacity ? human_bytes(*all[c]->capacity) : std::string("the device")));
@@ -205,6 +223,7 @@ void write_simulate_json(std::ostream& out, const Source& src, const Simulation&
               {"input", detail::input_json(src.input, src.context.snap)},
               {"device", sim.device},
               {"starts_mid_run", sim.starts_mid_run},
+              {"ends_at_oom", sim.ends_at_oom},
               {"start_state",
                {{"blocks", sim.start_blocks},
                 {"segments", sim.start_segments},

@@ -309,13 +309,22 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
           << wrap_block("\"" + torch_message(r) + "\"", width, 4);
     }
     for (size_t i = 0; i < r.fixes.size(); ++i) line(i == 0 ? "fix" : "", term(fix_words(r.fixes[i], r), 1024));
-    if (r.what_if)
-      line("what if", "with " + r.what_if->setting + " this request would " +
-                          (r.what_if->fits ? std::string("have fit") : "still have failed") + ": peak reserved " +
-                          human_bytes(r.what_if->peak_reserved_bytes) +
-                          (r.what_if->oom_event ? ", out of memory at event " + with_commas(*r.what_if->oom_event)
-                                                : std::string()) +
-                          " (memsnap simulate)");
+    if (const auto& w = r.what_if) {
+      // The figure beside the verdict is what the run holds at this request, against the size
+      // the device had then: a peak from earlier, when the device held more, says nothing here.
+      std::string held =
+          w->reserved_at_oom_bytes
+              ? "the run holds " + human_bytes(*w->reserved_at_oom_bytes) + " after it" +
+                    (w->capacity_bytes ? ", within the " + human_bytes(*w->capacity_bytes) + " the device had"
+                                       : std::string())
+              : std::string();
+      std::string words =
+          "with " + w->setting + " this request would " +
+          (w->fits ? "have fit: " + held
+                   : "still have failed" + (w->oom_event ? ": out of memory at event " + with_commas(*w->oom_event)
+                                                         : (held.empty() ? "" : ": " + held)));
+      line("what if", words + " (memsnap simulate)");
+    }
   }
   if (!d.ooms.more.empty()) {
     out << '\n'

@@ -6,16 +6,22 @@
 import json
 import os
 import pickle
+import subprocess
 import sys
 import tempfile
 
-from clitest import check, expect_error, finish, run, snap
+from clitest import check, expect_error, finish, run, skip, snap
 
 
 def simulate(*args):
     rc, out, err = run(["simulate", "--format", "json"] + list(args))
     check("simulate %s" % " ".join(args), rc == 0, "exit %d: %s" % (rc, err))
     return json.loads(out) if rc == 0 else None
+
+
+def human(n):
+    """memsnap's human_bytes for sizes of MiB and above."""
+    return "%.2f MiB" % (n / (1 << 20)) if n < (1 << 30) else "%.2f GiB" % (n / (1 << 30))
 
 
 def recorded_segments(path):
@@ -154,6 +160,92 @@ if doc:
     n_allocs = sum(1 for e in trace if e["action"] == "alloc")
     check("frag: every alloc compared and matching", fid["allocs_compared"] == n_allocs == fid["allocs_matching"] and
           fid["identical"] is True and fid["first_divergence"] is None, "%r (%d allocs)" % (fid, n_allocs))
+
+# --- device sizes: known or only a lower bound --------------------------------------------------
+def first_alloc_after(trace, k):
+    return next((i for i in range(k + 1, len(trace)) if trace[i]["action"] == "alloc"), None)
+
+
+def reserved_after_each(top, dev):
+    """Reserved bytes after every event, from the dump's segments with the trace undone."""
+    trace = top["device_traces"][dev]
+    r = sum(s["total_size"] for s in top["segments"] if s.get("device", 0) == dev)
+    out = [0] * len(trace)
+    for i in range(len(trace) - 1, -1, -1):
+        out[i] = r
+        a = trace[i]["action"]
+        if a in ("segment_alloc", "segment_map"):
+            r -= trace[i]["size"]
+        elif a in ("segment_free", "segment_unmap"):
+            r += trace[i]["size"]
+    return out
+
+
+# frag.pickle: the size at the OOM is what PyTorch held plus device_free (the truth's); the
+# what-if line of analyze never claims a fit above it; the trace ends in the failing step.
+top, _ = snapshot_totals.load(snap("frag.pickle"))
+known = frag["oom"]["reserved"] + frag["oom"]["device_free"]
+rc, out, err = run(["analyze", "--format", "json", snap("frag.pickle")])
+w = json.loads(out)["devices"][0]["oom"]["what_if"] if rc == 0 else None
+check("analyze frag: the device's size at the OOM", w is not None and w["capacity_bytes"] == known,
+      "%r vs %d" % (w, known))
+check("analyze frag: a fit holds no more than that size", w is not None and
+      (not w["fits"] or w["reserved_at_oom_bytes"] <= w["capacity_bytes"]), repr(w))
+doc = simulate(snap("frag.pickle"), "--set", "expandable_segments:True")
+if doc:
+    oom_at = doc["recorded"]["oom"]["event_index"]
+    check("frag: ends in the failing step", doc["ends_at_oom"] is (first_alloc_after(top["device_traces"][0], oom_at)
+                                                                    is None), repr(doc["ends_at_oom"]))
+    rc, text, err = run(["simulate", snap("frag.pickle")])
+    check("frag: says the runs cover only the recorded part of the step",
+          "covers only the recorded part of that step" in " ".join(text.split()), text)
+doc = simulate(snap("train.pickle"))
+check("train: no OOM, does not end in one", doc and doc["ends_at_oom"] is False)
+
+# snapgen frag seed 61 under expandable segments needs 2 MiB more than the recorded run ever held
+# before its OOM: a lower bound on the device, so a need, not an OOM.
+SNAPGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "snapgen",
+                       "snapgen.py")
+if not os.path.exists(SNAPGEN):
+    skip("no snapgen at %s: the frag seed 61 need" % SNAPGEN)
+else:
+    with tempfile.TemporaryDirectory() as tmp:
+        f61 = os.path.join(tmp, "frag61.pickle")
+        subprocess.run([sys.executable, SNAPGEN, "--scenario", "frag", "--seed", "61", "--steps", "30", "--layers",
+                        "5", "-o", f61], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        doc = simulate(f61, "--set", "expandable_segments:True")
+        top61, _ = snapshot_totals.load(f61)
+        if doc:
+            rec_oom = doc["recorded"]["oom"]["event_index"]
+            r1 = doc["runs"][1]
+            need = r1["needs"]
+            check("frag61: the need is reported", need is not None, repr(r1))
+            check("frag61: no OOM before the recorded one", r1["oom"] is None or r1["oom"]["event_index"] >= rec_oom,
+                  repr(r1["oom"]))
+            if need:
+                held = reserved_after_each(top61, 0)
+                shown = max(held[need["event_index"]:rec_oom + 1])
+                check("frag61: shown is what the recorded run held from there to its OOM",
+                      need["shown_bytes"] == shown, "%r vs %d" % (need, shown))
+                check("frag61: the need is above it", need["reserved_bytes"] > need["shown_bytes"], repr(need))
+                check("frag61: before the OOM", need["event_index"] < rec_oom, repr(need))
+            rc, text, err = run(["simulate", f61, "--set", "expandable_segments:True"])
+            check("frag61: the need in words", need and "needs %s at event %s; the trace only shows the device held" %
+                  (human(need["reserved_bytes"]), "{:,}".format(need["event_index"])) in " ".join(text.split()), text)
+
+# No run on any fixture holds more than --capacity.
+for f in fixtures:
+    if f.startswith("list"):
+        continue
+    doc = simulate(snap(f))
+    if not doc or not doc["recorded"]["peak_reserved_bytes"]:
+        continue
+    cap = doc["recorded"]["peak_reserved_bytes"] // 2 // (2 << 20) * (2 << 20) + (2 << 20)
+    doc = simulate(snap(f), "--capacity", str(cap), "--set", "expandable_segments:True", "--set",
+                   "max_split_size_mb:64")
+    for r in doc["runs"] if doc else []:
+        check("%s --capacity %d %s: within it" % (f, cap, r["label"]), r["peak_reserved_bytes"] <= cap,
+              "%d" % r["peak_reserved_bytes"])
 
 # --- bad input: one line, exit 2 ---------------------------------------------------------------
 train = snap("train.pickle")

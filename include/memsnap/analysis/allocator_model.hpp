@@ -56,6 +56,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "memsnap/analysis/allocator_rules.hpp"
@@ -135,7 +136,14 @@ class AllocatorModel {
   /// Simulating (malloc_simulated) rather than following a trace.
   bool simulating() const { return simulate_; }
   /// The device memory available from now on (it may change: other processes, a plan).
-  void set_capacity(uint64_t capacity) { settings_.capacity = capacity; }
+  /// `lower_bound`: the device held at least this much, maybe more: a request that needs more
+  /// (after the cache is flushed, as for an OOM) is served, and take_lower_bound_exceeded says so.
+  void set_capacity(uint64_t capacity, bool lower_bound = false) {
+    settings_.capacity = capacity;
+    capacity_lower_bound_ = lower_bound;
+  }
+  /// A request since the last call needed more than a lower-bound capacity (then lifted).
+  bool take_lower_bound_exceeded() { return std::exchange(lower_bound_exceeded_, false); }
   const ModelTotals& totals() const { return t_; }
   /// The most reserved so far, and the stranded bytes at the first moment it was reached.
   uint64_t peak_reserved() const { return peak_reserved_; }
@@ -247,6 +255,7 @@ class AllocatorModel {
   uint64_t unmap_free_pages();
 
   ModelSettings settings_;
+  bool capacity_lower_bound_ = false, lower_bound_exceeded_ = false;
   snapshot::AllocatorSettings rounding_;  // settings_ as rules::round_size takes them
   bool simulate_;
   Blocks blocks_;

@@ -118,10 +118,12 @@ struct OomReport {
   std::optional<OomMessageCheck> message;  // --oom-message, on the report it describes
   /// What `memsnap simulate` found for the advised allocator setting.
   struct WhatIf {
-    std::string setting;                // "expandable_segments:True", "max_split_size_mb:N"
-    bool fits = false;                  // this request would have been served
-    std::optional<uint32_t> oom_event;  // where the simulated run ran out instead, if it did
-    uint64_t peak_reserved_bytes = 0;   // of the simulated run
+    std::string setting;                            // "expandable_segments:True", "max_split_size_mb:N"
+    bool fits = false;                              // this request would have been served
+    std::optional<uint32_t> oom_event;              // where the simulated run ran out instead, if it did
+    uint64_t peak_reserved_bytes = 0;               // of the simulated run
+    std::optional<uint64_t> reserved_at_oom_bytes;  // the simulated run's, right after this request
+    std::optional<uint64_t> capacity_bytes;         // the device's size at this OOM, as the trace shows it
   };
   std::optional<WhatIf> what_if;
 

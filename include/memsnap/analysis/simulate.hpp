@@ -40,6 +40,15 @@ struct SimOom {
   uint64_t requested_bytes = 0;  // rounded; at the window's start: the start state's reserved bytes
   std::string site;
   bool at_window_start = false;  // the state alive when the window opens does not fit
+  bool over_capacity = false;    // the run held more (requested_bytes) than the size known from here
+};
+
+// A run that needs more than the trace shows the device had: the recorded run's own
+// reserved bytes are only a lower bound on the device, so this is no OOM.
+struct SimNeed {
+  uint32_t event_index = 0;
+  uint64_t reserved_bytes = 0;  // what the run holds there
+  uint64_t shown_bytes = 0;     // the most the trace shows the device held
 };
 
 struct SimRun {
@@ -51,7 +60,9 @@ struct SimRun {
   double fragmentation_at_peak = 0;
   uint64_t segment_allocs = 0, segment_frees = 0, retries = 0;
   uint64_t ooms = 0;
-  std::optional<SimOom> oom;  // the first
+  std::optional<SimOom> oom;                         // the first
+  std::optional<SimNeed> need;                       // the first event that needs more than the trace shows
+  std::optional<uint64_t> reserved_at_recorded_oom;  // right after the recorded run's first OOM event
   std::optional<uint64_t> min_capacity;
   uint64_t start_blocks_moved = 0;  // start blocks the model could not put where the trace says
 };
@@ -78,6 +89,9 @@ struct Fidelity {
 struct Simulation {
   int device = 0;
   bool starts_mid_run = false;
+  // The recorded run ran out of memory and the trace has no alloc after that: the runs
+  // cover only the recorded part of the failing step, not the rest of the job.
+  bool ends_at_oom = false;
   uint64_t start_blocks = 0, start_segments = 0;  // alive when the window opens
   uint64_t start_reserved = 0, start_allocated = 0;
   std::string capacity_source;  // how the recorded capacity was found
