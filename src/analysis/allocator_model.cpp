@@ -492,6 +492,9 @@ std::optional<uint64_t> AllocatorModel::grow_expandable(const PoolKey& pool, uin
     cursor = it->first + it->second.size;
   }
   if (!found) return std::nullopt;
+  // find_expandable_block: a free block before the gap already as large as the request is
+  // returned as it is, nothing mapped (it was refused by get_free_block's oversize rule).
+  if (have >= rounded) return covering_start(gap_start - 1);
   uint64_t bytes = round_up(rounded - have, page);
   if (t_.reserved > settings_.capacity || bytes > settings_.capacity - t_.reserved) return std::nullopt;
   map(gap_start, bytes, pool);
@@ -526,8 +529,8 @@ uint64_t AllocatorModel::unmap_free_pages() {
   return released;
 }
 
-// release_cached_blocks (at_least_block unset) or release_available_cached_blocks: frees wholly
-// free segments (of at least that size); returns whether anything was freed.
+// release_cached_blocks: frees every wholly free segment and unmaps the free pages of
+// expandable ranges; returns whether anything was freed.
 bool AllocatorModel::release_cached(std::optional<uint64_t> at_least_block) {
   // Either kind of segment may be there whatever the setting: a start state recorded under
   // other settings keeps its segments.
@@ -543,24 +546,40 @@ bool AllocatorModel::release_cached(std::optional<uint64_t> at_least_block) {
   return unmapped || !empty.empty();
 }
 
-void AllocatorModel::empty_cache() {
+void AllocatorModel::empty_cache(bool retry) {
   release_cached(std::nullopt);
+  c_.retries += retry;
 }
 
-void AllocatorModel::garbage_collect() {
-  double limit = settings_.garbage_collection_threshold * static_cast<double>(settings_.capacity);
-  if (settings_.garbage_collection_threshold <= 0 || settings_.capacity == UINT64_MAX ||
-      static_cast<double>(t_.reserved) <= limit)
-    return;
-  std::vector<std::pair<uint64_t, uint64_t>> empty;
-  for (const auto& [addr, seg] : segments_)
-    if (!seg.expandable && seg.active == 0) empty.emplace_back(addr, seg.size);
-  for (auto [addr, size] : empty) {
-    if (static_cast<double>(t_.reserved) <= limit) break;
+// release_available_cached_blocks: with max_split_size set, in the request's own pool and
+// stream, the smallest cached block of at least max(request, max_split_size) is freed; when
+// there is none, the largest cached oversize blocks, largest first, until that much is freed
+// (those freed stay freed when it is not enough). True when enough was freed. Oversize
+// blocks are never split, so each is a whole segment.
+bool AllocatorModel::release_available(const PoolKey& pool, uint64_t rounded) {
+  if (!settings_.max_split_size) return false;
+  const uint64_t mss = *settings_.max_split_size, key = std::max(rounded, mss);
+  auto release = [&](uint64_t addr) -> uint64_t {
+    const ModelBlock* b = blocks_.find(addr);
+    if (!b || b->prev != kNone || b->next != kNone || b->expandable) return 0;  // not a whole segment
+    const uint64_t size = b->size;
     remove_segment(addr, size);
     ++c_.segment_frees;
+    return size;
+  };
+  auto it = free_.lower_bound(std::tuple{pool, key, uint64_t{0}});
+  if (it != free_.end() && std::get<0>(*it) == pool) return release(std::get<2>(*it)) > 0;
+  if (it == free_.begin()) return false;
+  --it;  // the largest cached block of the pool, if it is the request's pool
+  uint64_t released = 0;
+  while (released < key && std::get<0>(*it) == pool && std::get<1>(*it) >= mss) {
+    const uint64_t addr = std::get<2>(*it);
+    const bool first = it == free_.begin();
+    if (!first) --it;  // before the release erases the entry
+    released += release(addr);
+    if (first) break;
   }
-  ++c_.gc_runs;
+  return released >= key;
 }
 
 AllocatorModel::Malloc AllocatorModel::malloc_simulated(uint64_t requested, uint64_t stream) {
@@ -570,15 +589,17 @@ AllocatorModel::Malloc AllocatorModel::malloc_simulated(uint64_t requested, uint
   PoolKey pool{stream, out.rounded <= kSmallSize, 0, 0};
   std::optional<uint64_t> addr = find_free(pool, out.rounded);
   if (!addr) {
-    garbage_collect();
+    // garbage_collection_threshold: PyTorch collects only under set_per_process_memory_fraction,
+    // which a snapshot does not record; the model never does.
     auto grow = [&] {
       return settings_.expandable_segments ? grow_expandable(pool, out.rounded) : new_segment(pool, out.rounded);
     };
     addr = grow();
-    if (!addr && settings_.max_split_size && !settings_.expandable_segments &&
-        release_cached(*settings_.max_split_size))
-      addr = grow();
-    if (!addr && release_cached(std::nullopt)) {
+    if (!addr && !settings_.expandable_segments && release_available(pool, out.rounded)) addr = grow();
+    if (!addr) {
+      // release_cached_blocks, then alloc_block(isRetry): PyTorch counts the retry whether or
+      // not the flush freed anything.
+      release_cached(std::nullopt);
       ++c_.retries;
       addr = grow();
     }
@@ -590,7 +611,12 @@ AllocatorModel::Malloc AllocatorModel::malloc_simulated(uint64_t requested, uint
     }
     if (!addr) return out;
   }
-  alloc_at(*addr, out.rounded);
+  if (*addr == kNone || !alloc_at(*addr, out.rounded).tagged) {
+    // The model found room but could not take a block there (its walk budget ran out on a
+    // hostile trace): the request is not served, and the caller says why.
+    out.unplaced = true;
+    return out;
+  }
   out.addr = addr;
   return out;
 }

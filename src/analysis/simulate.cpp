@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "memsnap/analysis/churn.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/flat_map.hpp"
 #include "memsnap/util/units.hpp"
@@ -194,6 +195,7 @@ class Runner {
         case Action::Alloc: {
           auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
           if (probe && a == Action::Alloc) compare_alloc(*probe, m, i, r.addr);
+          out.unplaced += r.unplaced;
           if (!r.addr) {
             if (!out.oom) out.oom = SimOom{i, r.rounded, ctx_.sites.name(ctx_.sites.site_of(trace.stack_at(i)))};
             ++out.ooms;
@@ -221,7 +223,7 @@ class Runner {
             // A recorded flush the model would not make itself: an explicit empty_cache(), or a
             // retry when the device's size is not known (the model cannot run out then).
             if (burst < bursts_.size() && bursts_[burst].first == i && (!bursts_[burst].retry || mirror_retries_))
-              m.empty_cache();
+              m.empty_cache(bursts_[burst].retry);
           }
           break;
       }
@@ -361,7 +363,7 @@ std::optional<uint64_t> min_capacity(const Runner& runner, const RunSpec& spec) 
 
 }  // namespace
 
-std::vector<FreeBurst> free_bursts(const snapshot::Trace& trace) {
+std::vector<FreeBurst> free_bursts(const snapshot::Snapshot& snap, const snapshot::Trace& trace) {
   std::vector<FreeBurst> out;
   const uint32_t n = static_cast<uint32_t>(trace.size());
   for (uint32_t i = 0; i < n;) {
@@ -371,11 +373,15 @@ std::vector<FreeBurst> free_bursts(const snapshot::Trace& trace) {
     }
     FreeBurst b;
     b.first = i;
-    while (i < n && frees_segment(trace.action_at(i))) b.bytes += trace.size_at(i++);
+    for (; i < n && frees_segment(trace.action_at(i)); ++i) {
+      b.bytes += trace.size_at(i);
+      // torch.cuda.empty_cache() on the stack: the program's own call, never a retry, even
+      // when the next request maps memory again.
+      b.explicit_call = b.explicit_call || empty_cache_stack(snap, trace.stack_at(i));
+    }
     b.last = i - 1;
-    b.retry = i < n && maps_segment(trace.action_at(i));
-    // The OOM after a flush that did not help: the retry failed.
-    if (i < n && trace.action_at(i) == Action::Oom) b.retry = true;
+    // A flush followed by a new segment (the retried cudaMalloc) or by the OOM (the retry failed).
+    b.retry = !b.explicit_call && i < n && (maps_segment(trace.action_at(i)) || trace.action_at(i) == Action::Oom);
     out.push_back(b);
   }
   return out;
@@ -491,8 +497,13 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
     }
     if (frees_segment(a)) ++rec.segment_frees;
   }
-  const std::vector<FreeBurst> bursts = free_bursts(trace);
-  for (const auto& b : bursts) (b.retry ? rec.retries : sim.explicit_empty_cache) += 1;
+  const std::vector<FreeBurst> bursts = free_bursts(ctx.snap, trace);
+  for (const auto& b : bursts)
+    (b.retry ? rec.retries : b.explicit_call ? sim.explicit_empty_cache : sim.other_flushes) += 1;
+  // PyTorch counts a retry at every OOM, also when the flush before it freed nothing (no
+  // segment_free in the trace then).
+  for (uint32_t i = 0; i < trace.size(); ++i)
+    if (trace.action_at(i) == Action::Oom && (i == 0 || !frees_segment(trace.action_at(i - 1)))) ++rec.retries;
   rec.ooms = replay.ooms().size();
   if (!replay.ooms().empty()) {
     sim.ends_at_oom = true;
@@ -532,7 +543,7 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
     SimRun r = runner.run(spec, plan, false, first && !faithful ? &probe : nullptr);
     if (first && !faithful) sim.fidelity = fidelity(rec, r, recorded_segments, runner.last_segments_, probe);
     if (options.min_capacity) r.min_capacity = min_capacity(runner, spec);
-    sim.gc_approximated = sim.gc_approximated || spec.settings.garbage_collection_threshold > 0;
+    sim.gc_ignored = sim.gc_ignored || spec.settings.garbage_collection_threshold > 0;
     sim.runs.push_back(std::move(r));
   }
   if (!replay.consistent())

@@ -76,6 +76,7 @@ Json run_json(const SimRun& r) {
                         : Json(nullptr)},
           {"min_capacity_bytes", opt(r.min_capacity)},
           {"start_blocks_moved", r.start_blocks_moved},
+          {"unplaced_requests", r.unplaced},
           {"needs", r.need ? Json{{"event_index", r.need->event_index},
                                   {"reserved_bytes", r.need->reserved_bytes},
                                   {"shown_bytes", r.need->shown_bytes}}
@@ -124,11 +125,15 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
          "were, and they count against the capacity");
   if (sim.explicit_empty_cache)
     para(with_commas(sim.explicit_empty_cache) +
-         " recorded cache flushes not forced by a failed cudaMalloc (empty_cache()) are made in every run");
-  if (sim.gc_approximated)
+         " recorded torch.cuda.empty_cache() calls (their stacks name it; never counted as retries) are made in "
+         "every run");
+  if (sim.other_flushes)
+    para(with_commas(sim.other_flushes) +
+         " other recorded cache flushes, not forced by a failed cudaMalloc, are made in every run");
+  if (sim.gc_ignored)
     para(
-        "garbage_collection_threshold is approximated: the model frees wholly free segments in address order, "
-        "PyTorch the oldest cached blocks");
+        "garbage_collection_threshold changes nothing here: PyTorch collects only when a memory fraction is set "
+        "(set_per_process_memory_fraction), which a snapshot does not record");
   para(fidelity_line(sim));
   if (sim.ends_at_oom)
     para("the recorded run ran out of memory at event " + with_commas(sim.recorded.oom->event_index) +
@@ -183,6 +188,9 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
       para(name + ": needs " + human_bytes(n->reserved_bytes) + " at event " + with_commas(n->event_index) +
            "; the trace only shows the device held " + human_bytes(n->shown_bytes) +
            " (not an OOM: the device may have had more)");
+    if (all[c]->unplaced)
+      para(name + ": " + with_commas(all[c]->unplaced) +
+           " requests the model could not place (its search budget ran out on this trace) count as out of memory");
     if (!all[c]->oom) continue;
     if (all[c]->oom->over_capacity)
       para(name + ": runs out of memory at event " + with_commas(all[c]->oom->event_index) + ": it holds " +
@@ -231,6 +239,7 @@ void write_simulate_json(std::ostream& out, const Source& src, const Simulation&
                 {"allocated_bytes", sim.start_allocated}}},
               {"capacity_source", sim.capacity_source},
               {"explicit_empty_cache", sim.explicit_empty_cache},
+              {"other_flushes", sim.other_flushes},
               {"recorded", run_json(sim.recorded)},
               {"runs", std::move(runs)},
               {"min_capacity_bytes", opt(sim.runs.front().min_capacity)}};

@@ -276,6 +276,62 @@ check("text: 80 columns", max(len(l) for l in text.splitlines()) <= 80,
       [l for l in text.splitlines() if len(l) > 80])
 check("text: fidelity stated", "fidelity: identical: " in text and "12 of 12 segment sizes in order" in
       " ".join(text.split()), text)
-check("text: gc approximation stated", "approximated" in text, text)
+check("text: gc threshold needs a memory fraction", "garbage_collection_threshold changes nothing here" in text and
+      "set_per_process_memory_fraction" in " ".join(text.split()), text)
+
+# --- explicit empty_cache() is never a retry ----------------------------------------------------
+# snapgen --empty-cache-each-step: every flush is the program's call (its stack ends in
+# torch.cuda.memory.empty_cache), none a retry; the truth gives the calls per device.
+with open(snap("empty_cache.truth.json")) as fh:
+    ect = json.load(fh)
+doc = simulate(snap("empty_cache.pickle"))
+if doc:
+    calls = ect["empty_cache"]["calls_per_device"]
+    check("empty_cache: each call named as such", doc["explicit_empty_cache"] == calls,
+          "%r vs %d" % (doc["explicit_empty_cache"], calls))
+    check("empty_cache: zero retries", doc["recorded"]["retries"] == 0 and doc["runs"][0]["retries"] == 0,
+          "%r %r" % (doc["recorded"]["retries"], doc["runs"][0]["retries"]))
+# MercuryB1-like: after every explicit call the next request maps a new segment (the cache was
+# just emptied), which reads like a flush-and-retry by its actions alone. Built here from the
+# fixture: after each burst but the last, a 20 MiB segment of its own and a 20 MiB alloc in it,
+# live until just before the next call, which frees that segment too.
+top, _ = snapshot_totals.load(snap("empty_cache.pickle"))
+tr = top["device_traces"][0]
+bursts = []
+for i, e in enumerate(tr):
+    if e["action"] == "segment_free" and (i == 0 or tr[i - 1]["action"] != "segment_free"):
+        bursts.append(i)
+base = 0x7e0000000000
+edited, inserted = [], 0
+for i, e in enumerate(tr):
+    k = bursts.index(i) if i in bursts else None
+    if k is not None and k > 0:  # the next call frees the segment made after the previous one
+        a = base + (k - 1) * (32 << 20)
+        edited.append(dict(e, action="free_requested", addr=a, size=20 << 20))
+        edited.append(dict(e, action="free_completed", addr=a, size=20 << 20))
+        edited.append(dict(e, addr=a, size=20 << 20))
+    edited.append(e)
+    last_of_burst = e["action"] == "segment_free" and (i + 1 == len(tr) or tr[i + 1]["action"] != "segment_free")
+    if last_of_burst and bursts and i >= bursts[0] and len([b for b in bursts if b <= i]) < len(bursts):
+        k = len([b for b in bursts if b <= i]) - 1
+        a = base + k * (32 << 20)
+        nxt = next(x for x in tr[i + 1:] if x["action"] == "alloc")
+        edited.append(dict(nxt, action="segment_alloc", addr=a, size=20 << 20))
+        edited.append(dict(nxt, action="alloc", addr=a, size=20 << 20))
+        inserted += 1
+top["device_traces"][0] = edited
+check("mercury-like: segments inserted", inserted == len(bursts) - 1 >= 3, "%d of %d" % (inserted, len(bursts)))
+with tempfile.TemporaryDirectory() as tmp:
+    merc = os.path.join(tmp, "mercury_like.pickle")
+    with open(merc, "wb") as fh:
+        pickle.dump(top, fh, protocol=4)
+    doc = simulate(merc, "--device", "0")
+    if doc:
+        check("mercury-like: zero retries", doc["recorded"]["retries"] == 0 and doc["runs"][0]["retries"] == 0,
+              "%r %r" % (doc["recorded"]["retries"], doc["runs"][0]["retries"]))
+        check("mercury-like: each call named as such", doc["explicit_empty_cache"] == len(bursts),
+              "%r vs %d" % (doc["explicit_empty_cache"], len(bursts)))
+        check("mercury-like: as recorded reproduces it", doc["runs"][0]["fidelity"]["identical"] is True,
+              repr(doc["runs"][0]["fidelity"]))
 
 finish()

@@ -219,6 +219,132 @@ TEST_CASE("simulate: random requests keep every invariant") {
   }
 }
 
+namespace {
+
+// Allocates each size (MiB) as a segment of its own on `stream`, then frees them all: cached
+// oversize blocks, one per segment.
+void cache_segments(AllocatorModel& m, std::initializer_list<uint64_t> mib, uint64_t stream = 0) {
+  std::vector<uint64_t> got;
+  for (uint64_t n : mib) {
+    auto a = m.malloc_simulated(n * MiB, stream);
+    REQUIRE(a.addr);
+    got.push_back(*a.addr);
+  }
+  for (uint64_t a : got) {
+    m.free_requested(a);
+    m.free_completed(a);
+  }
+}
+
+}  // namespace
+
+// release_available_cached_blocks (CUDACachingAllocator.cpp): with max_split_size set, in the
+// request's pool and stream, the smallest cached block of at least max(request, max_split_size)
+// is freed; when there is none, the largest oversize blocks first until that much is freed.
+TEST_CASE("simulate: release_available_cached_blocks frees what PyTorch frees") {
+  ModelSettings s;
+  s.max_split_size = 40 * MiB;
+  SUBCASE("the smallest cached block of at least the request") {
+    s.capacity = 330 * MiB;
+    AllocatorModel m(s, true);
+    cache_segments(m, {50, 100, 150});  // 300 MiB reserved, all cached
+    // 120 MiB: the 150 MiB block is too large to hand out (>= 120 + 20 MiB), a new segment does
+    // not fit (420 > 330). PyTorch frees the 150 MiB block alone, then its cudaMalloc succeeds.
+    auto r = m.malloc_simulated(120 * MiB, 0);
+    REQUIRE(r.addr);
+    CHECK(m.counters().segment_frees == 1);
+    CHECK(m.totals().reserved == (50 + 100 + 120) * MiB);
+    CHECK(m.counters().retries == 0);  // no release_cached_blocks, no retry
+    check_invariants(m);
+  }
+  SUBCASE("none large enough: the largest first, until the request's size is freed") {
+    s.capacity = 440 * MiB;
+    AllocatorModel m(s, true);
+    cache_segments(m, {50, 60, 100});  // 210 MiB
+    cache_segments(m, {200}, 1);       // another stream's 200 MiB
+    // 240 MiB on stream 0 has no cached block of 240; 410 + 240 > 440. PyTorch frees 100, then
+    // 60 (160 < 240), then 50 (210 < 240): not enough, returns false, and release_cached_blocks
+    // frees the other stream's 200 MiB too before the retry.
+    auto r = m.malloc_simulated(240 * MiB, 0);
+    REQUIRE(r.addr);
+    CHECK(m.counters().retries == 1);
+    CHECK(m.totals().reserved == 240 * MiB);
+    check_invariants(m);
+  }
+  SUBCASE("largest first stops once enough is freed") {
+    s.capacity = 240 * MiB;
+    AllocatorModel m(s, true);
+    cache_segments(m, {50, 60, 100});  // 210 MiB
+    // 130 MiB: no cached block of 130 or more; 210 + 130 > 240. PyTorch frees 100 (100 < 130)
+    // then 60 (160 >= 130) and stops: the 50 MiB block stays cached. No retry.
+    auto r = m.malloc_simulated(130 * MiB, 0);
+    REQUIRE(r.addr);
+    CHECK(m.counters().segment_frees == 2);
+    CHECK(m.totals().reserved == (50 + 130) * MiB);
+    CHECK(m.counters().retries == 0);
+    check_invariants(m);
+  }
+}
+
+// garbage_collect_cached_blocks runs only under set_per_process_memory_fraction (malloc:
+// `if (set_fraction && garbage_collection_threshold() > 0.0)`), which a snapshot never records.
+TEST_CASE("simulate: garbage_collection_threshold frees nothing without a memory fraction") {
+  ModelSettings s;
+  s.garbage_collection_threshold = 0.5;
+  s.capacity = 100 * MiB;
+  AllocatorModel m(s, true);
+  auto keep = m.malloc_simulated(30 * MiB, 0);
+  REQUIRE(keep.addr);
+  cache_segments(m, {30});                   // 60 MiB reserved, above half the device, 30 MiB of it cached
+  auto small = m.malloc_simulated(1024, 0);  // the small pool: a new 2 MiB segment
+  REQUIRE(small.addr);
+  CHECK(m.counters().segment_frees == 0);  // PyTorch collects nothing: no fraction set
+  CHECK(m.totals().reserved == 62 * MiB);
+  check_invariants(m);
+}
+
+// alloc_block(isRetry) counts num_alloc_retries whenever release_cached_blocks was reached,
+// also when it freed nothing (then the retry fails: the OOM).
+TEST_CASE("simulate: every retry is counted, also one whose flush freed nothing") {
+  ModelSettings s;
+  s.capacity = 60 * MiB;
+  AllocatorModel m(s, true);
+  auto held = m.malloc_simulated(50 * MiB, 0);
+  REQUIRE(held.addr);
+  auto oom = m.malloc_simulated(20 * MiB, 0);  // nothing cached to free: retry, then the OOM
+  CHECK_FALSE(oom.addr);
+  CHECK(m.counters().retries == 1);
+  CHECK(m.counters().segment_frees == 0);
+  m.free_requested(*held.addr);
+  m.free_completed(*held.addr);
+  auto ok = m.malloc_simulated(55 * MiB, 0);  // the cached 50 MiB is freed, the retry succeeds
+  REQUIRE(ok.addr);
+  CHECK(m.counters().retries == 2);
+  CHECK(m.counters().segment_frees == 1);
+  check_invariants(m);
+}
+
+// find_expandable_block: a free block before unmapped space that already holds the request is
+// returned as it is; nothing is mapped (get_free_block refused it: max_split_size's rule).
+TEST_CASE("simulate: expandable segments with max_split_size use a free tail larger than the request") {
+  ModelSettings s;
+  s.expandable_segments = true;
+  s.max_split_size = 64 * MiB;
+  s.capacity = 1ull << 40;
+  AllocatorModel m(s, true);
+  auto big = m.malloc_simulated(100 * MiB, 0);
+  REQUIRE(big.addr);
+  m.free_requested(*big.addr);
+  m.free_completed(*big.addr);
+  const uint64_t mapped = m.counters().segment_allocs;
+  auto r = m.malloc_simulated(3 * MiB - 1000, 0);
+  REQUIRE(r.addr);
+  CHECK(*r.addr == *big.addr);
+  CHECK(m.counters().segment_allocs == mapped);
+  CHECK(m.totals().reserved == 100 * MiB);
+  check_invariants(m);
+}
+
 TEST_CASE("apply_setting: PYTORCH_CUDA_ALLOC_CONF spellings and refusals") {
   ModelSettings s;
   CHECK_FALSE(apply_setting(s, "expandable_segments:True"));

@@ -28,16 +28,20 @@
 // - alloc_block: no free block fits: cudaMalloc a new segment of
 //   get_allocation_size(rounded) (2 MiB small, 20 MiB for large requests under 10
 //   MiB, else rounded up to 2 MiB) if it fits in the device; otherwise
-//   release_available_cached_blocks (max_split_size set: free cached oversize
-//   segments) and, if that is not enough, release_cached_blocks (every fully free
-//   segment is cudaFree'd: an empty_cache()) and one retry; then the OOM.
+//   release_available_cached_blocks (max_split_size set: in the request's own pool
+//   and stream, the smallest cached block of at least max(request,
+//   max_split_size), else the largest oversize ones first until that much is freed;
+//   release_available) and, if that is not enough, release_cached_blocks (every
+//   fully free segment is cudaFree'd: an empty_cache()) and alloc_block(isRetry),
+//   which counts a retry whether or not the flush freed anything; then the OOM.
 // - expandable segments: the reservation's unmapped tail is mapped in pages of 2 MiB
 //   (small) or 20 MiB (large) to grow the free block before it; release_cached
-//   unmaps the whole pages inside free blocks (map / unmap).
-// - garbage_collection_threshold: before a cudaMalloc, when reserved memory is above
-//   the threshold's share of the device, cached segments are freed until it is
-//   below (PyTorch frees the oldest cached blocks first; the model frees fully free
-//   segments in address order: an approximation, stated by simulate).
+//   unmaps the whole pages inside free blocks (map / unmap). find_expandable_block
+//   returns a free block before unmapped space that already holds the request as
+//   it is, mapping nothing (grow_expandable).
+// - garbage_collection_threshold: garbage_collect_cached_blocks runs only when a
+//   memory fraction is set (set_per_process_memory_fraction), which a snapshot
+//   does not record: the model never collects, and simulate says so.
 //
 // Two modes share these structures. Following a trace (the replay), the trace says
 // where each block and segment went and the model says how big each block was:
@@ -194,20 +198,21 @@ class AllocatorModel {
     std::optional<uint64_t> addr;  // nullopt: out of memory
     uint64_t rounded = 0;
     uint64_t alloc_size = 0;  // get_allocation_size(rounded): what the OOM message prints
+    bool unplaced = false;    // not served although there was room: the model could not place it
   };
   Malloc malloc_simulated(uint64_t requested, uint64_t stream);
   /// Where the recorded run put its segments, (size, address) in order: a new segment of the
   /// next hint's size goes there (when free), so ties in best fit (lowest address) break as
   /// they did. Without hints, segments go to addresses of the model's own.
   void set_segment_hints(std::vector<std::pair<uint64_t, uint64_t>> hints) { hints_ = std::move(hints); }
-  /// torch.cuda.empty_cache(): frees every wholly free segment (unmaps free pages).
-  void empty_cache();
+  /// torch.cuda.empty_cache(): frees every wholly free segment (unmaps free pages). `retry`:
+  /// a recorded flush-and-retry the model mirrors (no device size known), counted as one.
+  void empty_cache(bool retry = false);
 
   /// Counters of what the simulated allocator did.
   struct Counters {
     uint64_t segment_allocs = 0, segment_frees = 0;  // cudaMalloc / cudaFree (map / unmap)
     uint64_t retries = 0;                            // cache flushed and cudaMalloc retried
-    uint64_t gc_runs = 0;
   };
   const Counters& counters() const { return c_; }
   /// Sizes of segments allocated (or pages mapped), in order, for fidelity checks.
@@ -251,7 +256,7 @@ class AllocatorModel {
   std::optional<uint64_t> new_segment(const PoolKey& pool, uint64_t rounded);
   std::optional<uint64_t> grow_expandable(const PoolKey& pool, uint64_t rounded);
   bool release_cached(std::optional<uint64_t> at_least_block);
-  void garbage_collect();
+  bool release_available(const PoolKey& pool, uint64_t rounded);
   uint64_t unmap_free_pages();
 
   ModelSettings settings_;

@@ -7,7 +7,7 @@
 // cache to retry (the burst is followed at once by the segment_alloc and the alloc
 // of the request that failed), or garbage collection / max_split_size released
 // blocks. classify_free_bursts() finds the runs and classifies them by their stacks
-// too (simulate.hpp's free_bursts() reads the actions alone); find_churn() sums them
+// too (simulate.hpp's free_bursts() reads the same stacks); find_churn() sums them
 // into the two findings (cache_flush_retry, empty_cache_in_loop).
 #pragma once
 

@@ -65,6 +65,7 @@ struct SimRun {
   std::optional<uint64_t> reserved_at_recorded_oom;  // right after the recorded run's first OOM event
   std::optional<uint64_t> min_capacity;
   uint64_t start_blocks_moved = 0;  // start blocks the model could not put where the trace says
+  uint64_t unplaced = 0;            // requests not served though there was room (counted as OOMs)
 };
 
 // The run with the recorded settings and device against the trace: every alloc's place (its
@@ -98,21 +99,24 @@ struct Simulation {
   SimRun recorded;              // figures read from the trace
   std::vector<SimRun> runs;     // runs[0]: the recorded settings and capacity
   Fidelity fidelity;
-  uint64_t explicit_empty_cache = 0;  // recorded empty_cache() bursts mirrored in every run
-  bool gc_approximated = false;
+  uint64_t explicit_empty_cache = 0;  // recorded torch.cuda.empty_cache() calls (by their stacks), made in every run
+  uint64_t other_flushes = 0;         // other recorded flushes not forced by a failed cudaMalloc, made in every run
+  bool gc_ignored = false;            // a run sets garbage_collection_threshold, which needs a memory fraction
 };
 
 /// Throws UsageError for a setting it cannot parse or an absurd capacity.
 Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOptions& options);
 
 /// The recorded trace's bursts of segment_free / segment_unmap: each one a cache flush;
-/// `retry` when the next event maps memory again (the allocator emptied its cache to
-/// retry a cudaMalloc), else an explicit empty_cache() or garbage collection.
+/// `explicit_call` when a stack names torch.cuda.empty_cache() (the program's call, never a
+/// retry); else `retry` when the next event maps memory again or is the OOM (the allocator
+/// emptied its cache to retry a cudaMalloc); else some other flush.
 struct FreeBurst {
   uint32_t first = 0, last = 0;  // event indices
   uint64_t bytes = 0;
   bool retry = false;
+  bool explicit_call = false;
 };
-std::vector<FreeBurst> free_bursts(const snapshot::Trace& trace);
+std::vector<FreeBurst> free_bursts(const snapshot::Snapshot& snap, const snapshot::Trace& trace);
 
 }  // namespace memsnap::analysis
