@@ -64,8 +64,11 @@ std::optional<std::string> apply_setting(ModelSettings& s, const std::string& kv
   if (key == "max_split_size_mb") {
     auto v = number(uint64_t{1} << 40);
     if (!v) return "max_split_size_mb takes a number of MiB, not '" + value + "'";
-    // CUDAAllocatorConfig: at least kLargeBuffer; SIZE_MAX (no limit) when absent.
-    s.max_split_size = std::max<uint64_t>(*v << 20, kLargeBuffer);
+    // CUDAAllocatorConfig::parseMaxSplitSize refuses 20 or less ("max_split_size_mb too small,
+    // must be > 20"): a large segment is at least kLargeBuffer. SIZE_MAX (no limit) when absent.
+    if (*v <= (kLargeBuffer >> 20))
+      return "max_split_size_mb must be more than 20, as PyTorch requires, not '" + value + "'";
+    s.max_split_size = *v << 20;
     return std::nullopt;
   }
   if (key == "roundup_power2_divisions") {

@@ -520,7 +520,7 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
   if (options.capacity) {
     if (*options.capacity < rules::kSmallBuffer)
       throw UsageError("--capacity " + std::to_string(*options.capacity) + " B: smaller than one 2 MiB segment");
-    sim.capacity_source = "--capacity";
+    sim.capacity_source = "--capacity" + (options.capacity_note.empty() ? "" : " " + options.capacity_note);
   }
   const bool known = options.capacity || rec.capacity;
   if (!known) sim.capacity_source = "unknown (no OOM in the trace): no limit";

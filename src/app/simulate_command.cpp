@@ -1,6 +1,7 @@
 // `memsnap simulate FILE`: the recorded requests under other allocator settings or another device size.
 #include "memsnap/app/simulate_command.hpp"
 
+#include <cctype>
 #include <iostream>
 
 #include "memsnap/analysis/simulate.hpp"
@@ -45,6 +46,19 @@ void run_simulate(const SimulateRequest& request, const report::TextStyle& style
     if (!v || *v == 0 || *v > (uint64_t{1} << 50))
       throw Failure("--capacity: not a device size: '" + request.capacity + "' (e.g. 40GB, 38GiB)", kBadInput);
     options.capacity = v;
+    // 40GB is 40 × 10^9 bytes (37.25 GiB), 40G and 40GiB are 40 GiB: a "40 GB" card has 40 GiB.
+    std::string number, unit;
+    for (char c : request.capacity) {
+      if (std::isalpha(static_cast<unsigned char>(c)))
+        unit.push_back(char(std::tolower(static_cast<unsigned char>(c))));
+      else if (unit.empty() && !std::isspace(static_cast<unsigned char>(c)))
+        number.push_back(c);
+    }
+    if (unit == "kb" || unit == "mb" || unit == "gb" || unit == "tb") {
+      const std::string prefix(1, char(std::toupper(static_cast<unsigned char>(unit[0]))));
+      options.capacity_note = number + prefix + "B: decimal units; a card sold as " + number + " " + prefix + "B has " +
+                              number + prefix + "iB";
+    }
   }
   io::OutputFile output = open_results(into, {request.file});
   snapshot::Loaded loaded = load(request.file, request.common);

@@ -99,11 +99,11 @@ if doc:
         check("capacity: the answer runs", d1 and d1["runs"][0]["oom"] is None)
         check("capacity: 2 MiB less fails", d2 and d2["runs"][0]["oom"] is not None)
 
-doc = simulate(snap("train.pickle"), "--set", "max_split_size_mb:20,garbage_collection_threshold:0.6",
+doc = simulate(snap("train.pickle"), "--set", "max_split_size_mb:21,garbage_collection_threshold:0.6",
                "--set", "roundup_power2_divisions:4")
 if doc:
     s1, s2 = doc["runs"][1]["settings"], doc["runs"][2]["settings"]
-    check("settings parsed", s1["max_split_size_bytes"] == 20 << 20 and s1["garbage_collection_threshold"] == 0.6 and
+    check("settings parsed", s1["max_split_size_bytes"] == 21 << 20 and s1["garbage_collection_threshold"] == 0.6 and
           s2["roundup_power2_divisions"] == [[1 << k, 4] for k in range(16)], "%r %r" % (s1, s2))
     check("no capacity known: none assumed", doc["runs"][0]["capacity_bytes"] is None)
 
@@ -115,44 +115,71 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import snapshot_totals  # noqa: E402
 
 MiB = 1 << 20
-top, _ = snapshot_totals.load(snap("frag.pickle"))
-trace = top["device_traces"][0]
-lives = {}  # alloc index -> (addr, size, end index)
-for i, e in enumerate(trace):
-    if e["action"] == "alloc":
-        end = next((j for j in range(i + 1, len(trace)) if trace[j].get("addr") == e["addr"] and
-                    trace[j]["action"] in ("free_completed", "free")), len(trace))
-        lives[i] = (e["addr"], e["size"], end)
-victim = None
-for i, (a, n, end) in sorted(lives.items()):
-    if n < MiB:
-        continue
-    if any(a + n <= b < a + n + 3 * MiB and j < end and i < e2 for j, (b, _, e2) in lives.items() if j != i):
-        victim = i
-        break
-check("frag: an alloc with a live neighbour within 3 MiB", victim is not None)
-if victim is not None:
+
+
+def one_alloc_larger(path, out):
+    """Writes to `out` a copy of `path` with one alloc 3 MiB larger, one that then overlaps a block
+    the trace put right after it while both were live; returns (edited event, the earliest event
+    the edit can show at: its own or the segment the recorded run made for it), or None."""
+    top, _ = snapshot_totals.load(path)
+    trace = top["device_traces"][0]
+    ends, by_addr = {}, {}  # alloc index -> its free_completed (or free) index
+    for i in range(len(trace) - 1, -1, -1):
+        e = trace[i]
+        if e["action"] in ("free_completed", "free"):
+            by_addr[e.get("addr")] = i
+        elif e["action"] == "alloc":
+            ends[i] = by_addr.get(e["addr"], len(trace))
+    lives = sorted((trace[i]["addr"], i) for i in ends)
+    victim = None
+    for k, (a, i) in enumerate(lives):
+        n = trace[i]["size"]
+        if n < MiB:
+            continue
+        for b, j in lives[k + 1:]:
+            if b >= a + n + 3 * MiB:
+                break
+            if b >= a + n and j != i and j < ends[i] and i < ends[j]:
+                victim = i
+                break
+        if victim is not None:
+            break
+    if victim is None:
+        return None
     a = trace[victim]["addr"]
-    for j in range(victim, lives[victim][2] + 1 if lives[victim][2] < len(trace) else len(trace)):
+    for j in range(victim, min(ends[victim] + 1, len(trace))):
         if trace[j].get("addr") == a and trace[j]["action"] in ("alloc", "free_requested", "free_completed", "free"):
             trace[j]["size"] += 3 * MiB
+    with open(out, "wb") as fh:
+        pickle.dump(top, fh, protocol=4)
+    earliest = victim
+    while earliest > 0 and trace[earliest - 1]["action"] in ("segment_alloc", "segment_map"):
+        earliest -= 1
+    return victim, earliest
+
+
+def check_not_identical(name, path):
     with tempfile.TemporaryDirectory() as tmp:
-        edited = os.path.join(tmp, "frag_3mib.pickle")
-        with open(edited, "wb") as fh:
-            pickle.dump(top, fh, protocol=4)
-        # The edit shows first at the victim, or at the segment the recorded run made for it.
-        earliest = victim
-        while earliest > 0 and trace[earliest - 1]["action"] in ("segment_alloc", "segment_map"):
-            earliest -= 1
+        edited = os.path.join(tmp, "edited.pickle")
+        got = one_alloc_larger(path, edited)
+        check(name + ": an alloc with a live neighbour within 3 MiB", got is not None)
+        if got is None:
+            return
+        victim, earliest = got
         doc = simulate(edited)
         if doc:
             fid = doc["runs"][0]["fidelity"]
-            check("frag + 3 MiB: not identical", fid["identical"] is False, repr(fid))
-            check("frag + 3 MiB: names the first divergence, not before the edit",
+            check(name + " + 3 MiB: not identical", fid["identical"] is False, repr(fid))
+            check(name + " + 3 MiB: names the first divergence, not before the edit",
                   fid["first_divergence"] is not None and fid["first_divergence"]["event_index"] is not None and
                   fid["first_divergence"]["event_index"] >= earliest, "%r (edited event %d)" % (fid, victim))
         rc, text, err = run(["simulate", edited])
-        check("frag + 3 MiB: text says it differs", "fidelity: differs from event" in " ".join(text.split()), text)
+        check(name + " + 3 MiB: text says it differs", "fidelity: differs from event" in " ".join(text.split()), text)
+
+
+check_not_identical("frag", snap("frag.pickle"))
+top, _ = snapshot_totals.load(snap("frag.pickle"))
+trace = top["device_traces"][0]
 # The unedited run: every alloc compared, every one where the trace put it.
 doc = simulate(snap("frag.pickle"))
 if doc:
@@ -233,6 +260,43 @@ else:
             check("frag61: the need in words", need and "needs %s at event %s; the trace only shows the device held" %
                   (human(need["reserved_bytes"]), "{:,}".format(need["event_index"])) in " ".join(text.split()), text)
 
+    # --constant-capacity: one device size throughout, flush-and-retry in the loop, a genuine
+    # fragmentation OOM: the recorded OOM is reproduced at its event, identical by every
+    # comparison, and a copy with one alloc 3 MiB larger is not identical.
+    for seed in (1, 2, 61):
+        with tempfile.TemporaryDirectory() as tmp:
+            cc = os.path.join(tmp, "cc%d.pickle" % seed)
+            subprocess.run([sys.executable, SNAPGEN, "--scenario", "frag", "--constant-capacity", "--seed", str(seed),
+                            "-o", cc], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with open(cc.replace(".pickle", ".truth.json")) as fh:
+                cct = json.load(fh)
+            doc = simulate(cc)
+            if doc:
+                r0, rec = doc["runs"][0], doc["recorded"]
+                check("constant-capacity seed %d: identical" % seed, r0["fidelity"]["identical"] is True,
+                      repr(r0["fidelity"]))
+                check("constant-capacity seed %d: the recorded OOM at its event" % seed,
+                      r0["oom"] is not None and rec["oom"] is not None and
+                      r0["oom"]["event_index"] == rec["oom"]["event_index"] and
+                      r0["oom"]["requested_bytes"] == cct["oom"]["requested_rounded"], "%r %r" % (r0["oom"], cct["oom"]))
+                check("constant-capacity seed %d: retries as recorded" % seed, r0["retries"] == rec["retries"] > 0,
+                      "%r vs %r" % (r0["retries"], rec["retries"]))
+            check_not_identical("constant-capacity seed %d" % seed, cc)
+    # Expandable segments with max_split_size_mb:64, where a free tail is already larger than a
+    # request below 64 MiB: find_expandable_block uses it as it is. On a 1 TiB device no run may
+    # run out of memory (the model wrapped around computing what to map and did).
+    with tempfile.TemporaryDirectory() as tmp:
+        ex = os.path.join(tmp, "expandable.pickle")
+        subprocess.run([sys.executable, SNAPGEN, "--scenario", "train", "--expandable", "--seed", "5", "-o", ex],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        doc = simulate(ex, "--capacity", "1TiB", "--set", "max_split_size_mb:64")
+        if doc:
+            check("expandable + max_split_size_mb:64 at 1 TiB: recorded expandable",
+                  doc["recorded"]["settings"]["expandable_segments"] is True)
+            for r in doc["runs"]:
+                check("expandable + max_split_size_mb:64 at 1 TiB: %s runs" % r["label"], r["oom"] is None,
+                      repr(r["oom"]))
+
 # No run on any fixture holds more than --capacity.
 for f in fixtures:
     if f.startswith("list"):
@@ -247,6 +311,15 @@ for f in fixtures:
         check("%s --capacity %d %s: within it" % (f, cap, r["label"]), r["peak_reserved_bytes"] <= cap,
               "%d" % r["peak_reserved_bytes"])
 
+# --capacity 40GB is decimal (40 × 10^9 B), 40G and 40GiB binary; the decimal one says so.
+d_gb, d_g = simulate(snap("train.pickle"), "--capacity", "40GB"), simulate(snap("train.pickle"), "--capacity", "40G")
+if d_gb and d_g:
+    check("40GB is decimal", d_gb["runs"][0]["capacity_bytes"] == 40 * 10**9, repr(d_gb["runs"][0]["capacity_bytes"]))
+    check("40G is binary", d_g["runs"][0]["capacity_bytes"] == 40 << 30, repr(d_g["runs"][0]["capacity_bytes"]))
+    check("40GB: says which", "decimal" in d_gb["capacity_source"] and "40GiB" in d_gb["capacity_source"],
+          d_gb["capacity_source"])
+    check("40G: nothing to say", d_g["capacity_source"] == "--capacity", d_g["capacity_source"])
+
 # --- bad input: one line, exit 2 ---------------------------------------------------------------
 train = snap("train.pickle")
 expect_error("unknown setting", ["simulate", "--set", "foo:1", train],
@@ -257,6 +330,8 @@ expect_error("not KEY:VALUE", ["simulate", "--set", "expandable_segments", train
              "expandable_segments:True")
 expect_error("bad number", ["simulate", "--set", "max_split_size_mb:lots", train],
              "--set max_split_size_mb:lots: max_split_size_mb takes a number of MiB, not 'lots'")
+expect_error("max_split_size_mb of 20 or less", ["simulate", "--set", "max_split_size_mb:20", train],
+             "--set max_split_size_mb:20: max_split_size_mb must be more than 20, as PyTorch requires, not '20'")
 expect_error("bad threshold", ["simulate", "--set", "garbage_collection_threshold:1.5", train],
              "--set garbage_collection_threshold:1.5: garbage_collection_threshold takes a number between 0 and 1 "
              "(exclusive), not '1.5'")

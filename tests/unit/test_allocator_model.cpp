@@ -351,8 +351,11 @@ TEST_CASE("apply_setting: PYTORCH_CUDA_ALLOC_CONF spellings and refusals") {
   CHECK(s.expandable_segments);
   CHECK_FALSE(apply_setting(s, "max_split_size_mb:512"));
   CHECK(s.max_split_size == 512 * MiB);
-  CHECK_FALSE(apply_setting(s, "max_split_size_mb:1"));
-  CHECK(s.max_split_size == 20 * MiB);  // at least kLargeBuffer, as CUDAAllocatorConfig
+  CHECK(apply_setting(s, "max_split_size_mb:20"));  // PyTorch: "too small, must be > 20"
+  CHECK(apply_setting(s, "max_split_size_mb:1"));
+  CHECK(s.max_split_size == 512 * MiB);  // unchanged by a refusal
+  CHECK_FALSE(apply_setting(s, "max_split_size_mb:21"));
+  CHECK(s.max_split_size == 21 * MiB);
   CHECK(apply_setting(s, "max_split_size_mb:-3"));
   CHECK(apply_setting(s, "roundup_power2_divisions:3"));
   CHECK(apply_setting(s, "garbage_collection_threshold:0"));

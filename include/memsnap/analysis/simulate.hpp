@@ -32,6 +32,7 @@ namespace memsnap::analysis {
 struct SimulateOptions {
   std::vector<std::string> sets;     // "KEY:VALUE", one run each
   std::optional<uint64_t> capacity;  // the device size to try; default: the recorded one
+  std::string capacity_note;         // how --capacity was read, when a reader could misread it
   bool min_capacity = false;
 };
 
