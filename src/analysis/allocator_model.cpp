@@ -2,6 +2,8 @@
 #include "memsnap/analysis/allocator_model.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 
@@ -45,6 +47,57 @@ snapshot::AllocatorSettings ModelSettings::as_allocator_settings() const {
   return s;
 }
 
+namespace {
+
+bool power_of_two(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+// CUDAAllocatorConfig::parseRoundUpPower2Divisions, the list form: [SIZE_MB:N,...,>:N] (N a
+// power of two or 0). Each SIZE (a power of two, in MiB) sets the divisions of its interval
+// (log2 of it, 0 to 15); the first also fills every interval below it; `>` fills every
+// interval after the last one given.
+std::optional<std::string> parse_divisions(ModelSettings& s, const std::string& value) {
+  const std::string refusal =
+      "roundup_power2_divisions takes N or a list [SIZE_MB:N,...,>:N] (SIZE_MB a power of two, N one or 0), not '" +
+      value + "'";
+  if (value.size() < 3 || value.back() != ']') return refusal;
+  std::array<uint64_t, 16> div{};
+  size_t last = 0;
+  bool any = false;
+  const std::string inner = value.substr(1, value.size() - 2);
+  for (size_t from = 0; from <= inner.size();) {
+    size_t comma = inner.find(',', from);
+    const std::string item = inner.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) return refusal;
+    const std::string k = item.substr(0, colon), v = item.substr(colon + 1);
+    uint64_t n = 0, size = 0;
+    auto [vend, vec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (vec != std::errc() || vend != v.data() + v.size() || (n != 0 && !power_of_two(n)) || n > (1u << 16))
+      return refusal;
+    if (k == ">") {
+      std::fill(div.begin() + static_cast<ptrdiff_t>(std::min(last + 1, div.size())), div.end(), n);
+    } else {
+      auto [kend, kec] = std::from_chars(k.data(), k.data() + k.size(), size);
+      if (kec != std::errc() || kend != k.data() + k.size() || !power_of_two(size)) return refusal;
+      const size_t index = std::min<size_t>(static_cast<size_t>(std::bit_width(size) - 1), div.size() - 1);
+      if (!any) std::fill(div.begin(), div.begin() + static_cast<ptrdiff_t>(index), n);
+      div[index] = n;
+      last = index;
+    }
+    any = true;
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (!any) return refusal;
+  s.roundup_power2_divisions.clear();
+  for (size_t i = 0; i < div.size(); ++i) s.roundup_power2_divisions.push_back({uint64_t{1} << i, div[i]});
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> apply_setting(ModelSettings& s, const std::string& kv) {
   auto colon = kv.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == kv.size())
@@ -71,6 +124,7 @@ std::optional<std::string> apply_setting(ModelSettings& s, const std::string& kv
     s.max_split_size = *v << 20;
     return std::nullopt;
   }
+  if (key == "roundup_power2_divisions" && value.front() == '[') return parse_divisions(s, value);
   if (key == "roundup_power2_divisions") {
     auto v = number(1u << 16);
     if (!v || (*v != 0 && (*v & (*v - 1)) != 0))

@@ -395,9 +395,18 @@ std::vector<RunSpec> run_specs(const SimulateOptions& options, const ModelSettin
   for (const auto& set : options.sets) {
     RunSpec spec{set, recorded_settings};
     // One --set may hold several settings separated by commas, as PYTORCH_CUDA_ALLOC_CONF does.
+    // Commas inside brackets belong to a list value (roundup_power2_divisions:[256:1,512:2]).
+    auto next_comma = [&](size_t from) {
+      int depth = 0;
+      for (size_t i = from; i < set.size(); ++i) {
+        depth += set[i] == '[' ? 1 : set[i] == ']' ? -1 : 0;
+        if (set[i] == ',' && depth <= 0) return i;
+      }
+      return std::string::npos;
+    };
     size_t from = 0;
     while (from <= set.size()) {
-      size_t comma = set.find(',', from);
+      size_t comma = next_comma(from);
       std::string one = set.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
       if (auto problem = apply_setting(spec.settings, one)) throw UsageError("--set " + set + ": " + *problem);
       if (comma == std::string::npos) break;

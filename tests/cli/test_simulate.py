@@ -320,6 +320,16 @@ if d_gb and d_g:
           d_gb["capacity_source"])
     check("40G: nothing to say", d_g["capacity_source"] == "--capacity", d_g["capacity_source"])
 
+# roundup_power2_divisions' list form, commas and all, in one --set with another setting.
+doc = simulate(snap("train.pickle"), "--set", "roundup_power2_divisions:[256:1,512:2],expandable_segments:True")
+if doc:
+    st = doc["runs"][1]["settings"]
+    check("divisions list parsed", st["roundup_power2_divisions"] == [[1 << k, 1] for k in range(9)] + [[512, 2]] and
+          st["expandable_segments"] is True, repr(st))
+expect_error("divisions list refused", ["simulate", "--set", "roundup_power2_divisions:[256:3]", snap("train.pickle")],
+             "--set roundup_power2_divisions:[256:3]: roundup_power2_divisions takes N or a list "
+             "[SIZE_MB:N,...,>:N] (SIZE_MB a power of two, N one or 0), not '[256:3]'")
+
 # --- bad input: one line, exit 2 ---------------------------------------------------------------
 train = snap("train.pickle")
 expect_error("unknown setting", ["simulate", "--set", "foo:1", train],

@@ -358,6 +358,20 @@ TEST_CASE("apply_setting: PYTORCH_CUDA_ALLOC_CONF spellings and refusals") {
   CHECK(s.max_split_size == 21 * MiB);
   CHECK(apply_setting(s, "max_split_size_mb:-3"));
   CHECK(apply_setting(s, "roundup_power2_divisions:3"));
+  // The list form, as CUDAAllocatorConfig::parseRoundUpPower2Divisions fills its 16 intervals:
+  // the first size also fills the intervals below it, `>` every interval after the last given.
+  CHECK_FALSE(apply_setting(s, "roundup_power2_divisions:[256:1,512:2]"));
+  std::vector<std::pair<uint64_t, uint64_t>> want;
+  for (uint64_t i = 0; i < 16; ++i) want.push_back({uint64_t{1} << i, i <= 8 ? 1 : i == 9 ? 2 : 0});
+  CHECK(s.roundup_power2_divisions == want);
+  CHECK_FALSE(apply_setting(s, "roundup_power2_divisions:[64:8,>:2]"));
+  want.clear();
+  for (uint64_t i = 0; i < 16; ++i) want.push_back({uint64_t{1} << i, i <= 6 ? 8 : 2});
+  CHECK(s.roundup_power2_divisions == want);
+  CHECK(apply_setting(s, "roundup_power2_divisions:[256:3]"));  // divisions: a power of two
+  CHECK(apply_setting(s, "roundup_power2_divisions:[100:2]"));  // sizes: a power of two
+  CHECK(apply_setting(s, "roundup_power2_divisions:[256:1"));   // unclosed
+  CHECK(apply_setting(s, "roundup_power2_divisions:[]"));
   CHECK(apply_setting(s, "garbage_collection_threshold:0"));
   CHECK(apply_setting(s, "nonsense"));
   CHECK(apply_setting(s, "nonsense:1"));
