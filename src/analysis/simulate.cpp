@@ -22,12 +22,25 @@ bool maps_segment(Action a) {
   return a == Action::SegmentAlloc || a == Action::SegmentMap;
 }
 
-// Free bytes inside segments that also hold live blocks, in a device state.
+// Free bytes empty_cache() cannot return, in a device state: inside segments that also hold
+// live blocks; in an expandable range, the free bytes outside whole pages (release_cached
+// unmaps every whole free page, the range's live blocks or not).
 uint64_t stranded(const snapshot::Device& d) {
   uint64_t out = 0;
   for (const auto& s : d.segments) {
     uint64_t active = 0, free = 0;
-    for (const auto& b : d.blocks_of(s)) (b.is_active() ? active : free) += b.size;
+    const uint64_t page = s.pool == snapshot::Pool::Small ? rules::kSmallBuffer : rules::kLargeBuffer;
+    for (const auto& b : d.blocks_of(s)) {
+      if (b.is_active()) {
+        active += b.size;
+      } else if (s.expandable) {
+        const uint64_t lo = (b.address - s.address + page - 1) / page * page,
+                       hi = (b.address + b.size - s.address) / page * page;
+        out += b.size - (hi > lo ? hi - lo : 0);
+      } else {
+        free += b.size;
+      }
+    }
     if (active) out += free;
   }
   return out;
