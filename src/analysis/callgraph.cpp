@@ -51,14 +51,21 @@ void on_stack_of(size_t bytes, F& f) {
 // whose depth can reach the number of vertices (a recursion that returns to the
 // outermost frame of a deep stack does it). memsnap never recurses as deep as its
 // input on the caller's stack, so the algorithm runs on a thread whose stack holds
-// that depth: a level takes about 30 bytes optimised and 150 under AddressSanitizer,
-// and the pages are only committed as they are touched.
+// that depth: a level takes about 30 bytes optimised and more under AddressSanitizer,
+// whose frames carry redzones and whose size depends on what inlines (512 bytes a level
+// overflowed in CI's -O1 -g1 build), and the pages are only committed as they are touched.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kStackPerLevel = 4096;
+#else
+constexpr size_t kStackPerLevel = 512;
+#endif
+
 std::vector<uint32_t> immediate_dominators(const Graph& g) {
   const size_t n = boost::num_vertices(g);
   std::vector<Vertex> idom(n, boost::graph_traits<Graph>::null_vertex());
   auto idom_map = boost::make_iterator_property_map(idom.begin(), boost::get(boost::vertex_index, g));
   auto run = [&] { boost::lengauer_tarjan_dominator_tree(g, boost::vertex(0, g), idom_map); };
-  on_stack_of((size_t{8} << 20) + n * 512, run);
+  on_stack_of((size_t{8} << 20) + n * kStackPerLevel, run);
   std::vector<uint32_t> out(n, kNoVertex);
   for (size_t v = 1; v < n; ++v)
     if (idom[v] != boost::graph_traits<Graph>::null_vertex()) out[v] = static_cast<uint32_t>(idom[v]);

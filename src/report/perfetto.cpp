@@ -14,7 +14,7 @@ namespace {
 using detail::Json;
 using snapshot::Action;
 
-constexpr size_t kMaxStackFrames = 64;  // frames of one stack in `args`; the rest are counted
+constexpr size_t kMaxArgsFrames = 64;  // frames of one stack in `args`; the rest are counted
 
 // The clock of one device: the event's own time, the last one before it, or the index.
 class Clock {
@@ -67,9 +67,9 @@ class Writer {
 Json stack_json(const analysis::Context& ctx, snapshot::StackId id) {
   std::vector<std::string> frames = ctx.sites.stack(id);
   Json out = Json::array();
-  for (size_t i = 0; i < frames.size() && i < kMaxStackFrames; ++i) out.push_back(frames[i]);
-  if (frames.size() > kMaxStackFrames)
-    out.push_back("... " + std::to_string(frames.size() - kMaxStackFrames) + " more frames");
+  for (size_t i = 0; i < frames.size() && i < kMaxArgsFrames; ++i) out.push_back(frames[i]);
+  if (frames.size() > kMaxArgsFrames)
+    out.push_back("... " + std::to_string(frames.size() - kMaxArgsFrames) + " more frames");
   return out;
 }
 
