@@ -47,6 +47,50 @@ void what_if(const Context& ctx, const Replay& replay, OomResult& ooms) {
   r.what_if = w;
 }
 
+// Bytes by role at the dump (or --at), the peak and each explained OOM. Each state's roles add
+// up to its allocated bytes: a difference (none is known) goes to `unknown` and is reported.
+void assign_roles(const Context& ctx, const snapshot::Device& d, const Replay* replay, const AnalyzeOptions& o,
+                  DeviceAnalysis& out, std::vector<std::string>& problems) {
+  RoleTable table(ctx, o.roles);  // one per device: its caches are not shared between threads
+  DeviceRoles& dr = out.roles;
+  dr.names = table.names();
+  auto check = [&](RoleState& s, uint64_t allocated, const char* what) {
+    uint64_t total = s.by_role.total();
+    if (total == allocated) return;
+    problems.push_back("device " + std::to_string(d.index) + ": roles at " + what + " add up to " +
+                       std::to_string(total) + " bytes, not the " + std::to_string(allocated) + " allocated");
+    if (total < allocated) s.by_role.bytes[size_t(Role::Unknown)] += allocated - total;
+  };
+  if (replay) {
+    Phases phases(ctx, table.stacks(), d, replay);
+    BlockRoles roles(table, *replay, phases);
+    dr.from_trace = true;
+    dr.phases_from_annotations = phases.from_annotations();
+    uint32_t last = static_cast<uint32_t>(d.trace.size() - 1);
+    dr.dump = roles.at(out.at ? out.at->event_index : last);
+    dr.dump.phase.reset();
+    if (out.at) dr.dump.phase = phases.state_phase(out.at->event_index);
+    if (const auto& p = out.peaks.allocated) {
+      dr.peak = p->at_window_start ? roles.at_start() : roles.at(p->event_index);
+      check(*dr.peak, p->allocated_bytes, "the peak");
+    }
+    for (const auto& r : out.ooms.explained) {
+      dr.ooms.push_back(r.from_trace && r.event_index ? roles.at(*r.event_index) : roles.at(last));
+      if (!r.from_trace) dr.ooms.back().phase.reset();
+      check(dr.ooms.back(), r.allocated_bytes, "the OOM");
+    }
+  } else {
+    dr.dump = roles_of_state(table, out.state());
+    for (size_t k = 0; k < out.ooms.explained.size(); ++k) dr.ooms.push_back(dr.dump);
+  }
+  check(dr.dump, out.accounting.allocated_bytes, "the dump");
+  if (!ctx.snap.stacks.has_frames()) {  // no stack anywhere: nothing says what phase anything ran in
+    if (dr.peak) dr.peak->phase.reset();
+    for (auto& s : dr.ooms) s.phase.reset();
+    dr.dump.phase.reset();
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -212,6 +256,7 @@ struct Analyzer {
     if (o.timeline && replay)
       out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);
     if (o.trace) judge_habits(ctx, d, o, out);
+    if (o.trace) assign_roles(ctx, d, replay ? &*replay : nullptr, o, out, out.roles.problems);
     out.findings = raise_findings(ctx, out, o.thresholds);
     if (o.page) out.page = build_page(ctx, d, replay ? &*replay : nullptr, out.timeline, out.iterations, *o.page);
     return out;
@@ -275,6 +320,7 @@ AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& o) {
   result.devices = analyze_devices(ctx, chosen, o);
   for (size_t k = 0; k < chosen.size(); ++k) {
     const auto& d = *chosen[k];
+    for (const auto& p : result.devices[k].roles.problems) result.warnings.push_back(p);
     for (const auto& c : result.devices[k].accounting.clamped)
       result.warnings.push_back("device " + std::to_string(d.index) + ": block at " + hex(c.address) + " requests " +
                                 with_commas(c.stated_requested) + " bytes, more than its size " + with_commas(c.size) +

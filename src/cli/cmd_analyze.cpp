@@ -52,6 +52,11 @@ void add_analyze(CLI::App& app) {
                   "capacity and free memory show memory outside the snapshot")
       ->option_text("TEXT");
   add_fits_options(*cmd, args->fits);
+  cmd->add_option("--role", args->roles,
+                  "A role of your own: blocks whose allocation stack has a frame matching GLOB "
+                  "(file:line:function, the file, or the function) are NAME (repeatable; first match wins, "
+                  "before the built-in roles)")
+      ->option_text("NAME=GLOB");
   cmd->add_option("--file", args->file_view,
                   "One source file's memory by line instead of the report: live at the peak, at the dump, and "
                   "allocated over the trace; PATH matches a frame's file by its last components (model.py, "

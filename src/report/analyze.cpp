@@ -163,6 +163,7 @@ void write_analyze_text(std::ostream& out, const Source& src, const analysis::An
     out << bold << "device " << d.device << reset << '\n';
     detail::write_oom_headline_text(out, d, style);
     totals_block(out, d, style);
+    detail::write_dump_roles_text(out, d, style);
     detail::write_accounting_text(out, d.accounting, style);
     if (d.fits) detail::write_fits_text(out, *d.fits, style);
     detail::write_trace_text(out, d, snap.settings, result.time_origin_us, style, &src.context.sites);

@@ -120,6 +120,17 @@ Json trace_json(const analysis::TraceSummary& t) {
   return trace;
 }
 
+// Role name -> bytes, every role (the built-in ones, then the user's).
+Json by_role_json(const analysis::RoleState& s, const std::vector<std::string>& names) {
+  Json o = Json::object();
+  for (size_t r = 0; r < names.size() && r < s.by_role.bytes.size(); ++r) o[names[r]] = s.by_role.bytes[r];
+  return o;
+}
+
+Json phase_json(const analysis::RoleState& s) {
+  return s.phase ? Json(analysis::to_string(*s.phase)) : Json(nullptr);
+}
+
 Json peak_json(const analysis::Peaks& peaks) {
   const auto& p = peaks.allocated;
   if (!p) return nullptr;
@@ -210,6 +221,10 @@ Json growing_json(const analysis::DeviceAnalysis& a) {
 void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
   d["trace"] = trace_json(a.trace);
   d["peak"] = peak_json(a.peaks);
+  if (a.roles.peak && d["peak"].is_object()) {
+    d["peak"]["by_role"] = by_role_json(*a.roles.peak, a.roles.names);
+    d["peak"]["phase"] = phase_json(*a.roles.peak);
+  }
   d["peak_reserved"] = peak_reserved_json(a.peaks);
   std::string evidence = iteration_evidence(a.iterations);
   d["iterations"] = iterations_json(a.iterations, evidence);
@@ -305,7 +320,13 @@ Json oom_json(const analysis::OomReport& r, const std::vector<analysis::Leak>& l
 
 void add_oom_json(Json& d, const analysis::DeviceAnalysis& a) {
   Json all = Json::array();
-  for (const auto& r : a.ooms.explained) all.push_back(oom_json(r, a.leaks));
+  for (size_t k = 0; k < a.ooms.explained.size(); ++k) {
+    all.push_back(oom_json(a.ooms.explained[k], a.leaks));
+    if (k < a.roles.ooms.size()) {
+      all.back()["by_role"] = by_role_json(a.roles.ooms[k], a.roles.names);
+      all.back()["phase"] = phase_json(a.roles.ooms[k]);
+    }
+  }
   d["oom"] = all.empty() ? Json(nullptr) : all.back();
   d["ooms"] = std::move(all);
   Json more = Json::array();
@@ -349,6 +370,12 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
                    {"pending_free_bytes", t.pending_free_bytes},
                    {"internal_free_bytes", t.internal_free_bytes},
                    {"external_free_bytes", t.external_free_bytes}};
+    if (!a.roles.names.empty()) d["totals"]["by_role"] = detail::by_role_json(a.roles.dump, a.roles.names);
+    // where the phases of peak.phase and oom.phase came from: "annotations" (some record_function
+    // ranges of the file), "stacks", or null without a trace
+    d["phases_source"] = !a.roles.from_trace               ? Json(nullptr)
+                         : a.roles.phases_from_annotations ? Json("annotations")
+                                                           : Json("stacks");
     std::map<std::pair<int, uint64_t>, Json> groups;  // (pool, stream), private pools folded in
     for (const auto& p : t.pools) {
       Json& g = groups[{int(p.pool), p.stream}];

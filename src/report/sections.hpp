@@ -37,6 +37,13 @@ void write_oom_text(std::ostream& out, const analysis::DeviceAnalysis& d, const 
                     const TextStyle& style);
 void write_findings_text(std::ostream& out, const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s,
                          const TextStyle& style);
+/// "activations 6.80 GiB, weights 3.72 GiB, ...": the roles with bytes, largest first.
+std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names);
+/// "peak 21.68 GiB in the forward: activations ...".
+std::string roles_line(const std::string& what, uint64_t allocated, const analysis::RoleState& s,
+                       const std::vector<std::string>& names);
+/// "by role at the dump: ..." (or at --at's event), for every file.
+void write_dump_roles_text(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style);
 /// "+1.23 s" from the origin, or "" without times.
 std::string at_time(const std::optional<int64_t>& t, const std::optional<int64_t>& origin);
 /// "small", "large", or "large (1,0)" for a private pool.

@@ -96,6 +96,9 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
   if (d.trace.dropped != analysis::DroppedEvents::NotShown)
     line += "; the highest in the trace only: older events were dropped (above)";
   out << head("peak") << wrap(line, kHead, kHead, width) << '\n';
+  if (d.roles.peak)
+    out << head("by role")
+        << wrap(roles_line("peak", p.allocated_bytes, *d.roles.peak, d.roles.names), kHead, kHead, width) << '\n';
   if (p.top_sites.empty()) return;
   size_t site_w = width - 4 - 12 - 8;
   out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
@@ -277,6 +280,7 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
     auto line = [&](const char* label, const std::string& text) {
       out << "  " << pad_right(label, kCol - 2) << wrap(text, kCol, kCol, width) << '\n';
     };
+    if (k < d.roles.ooms.size()) line("by role", roles_line("", r.allocated_bytes, d.roles.ooms[k], d.roles.names));
     line("request", human_bytes(r.requested_bytes) + " (rounded) on stream " + stream_name(r.stream) + ", " +
                         snapshot::to_string(r.pool) + " pool; needed " +
                         (r.expandable ? human_bytes(r.map_bytes) + " of new pages"

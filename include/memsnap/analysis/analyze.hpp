@@ -26,6 +26,7 @@
 #include "memsnap/analysis/page.hpp"
 #include "memsnap/analysis/peak.hpp"
 #include "memsnap/analysis/replay.hpp"
+#include "memsnap/analysis/roles.hpp"
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/analysis/timeline.hpp"
 
@@ -43,6 +44,7 @@ struct AnalyzeOptions {
   std::optional<TimelineOptions> timeline;  // build a timeline per device
   std::optional<PageOptions> page;          // `memsnap report`: moments, maps and flames per device
   FindingThresholds thresholds;
+  RoleRules roles;       // --role NAME=GLOB
   unsigned threads = 0;  // devices analysed at once: 0 = one per core, 1 = in this thread
 };
 
@@ -77,6 +79,18 @@ struct TraceSummary {
   std::optional<LayoutCheck> layout;
 };
 
+/// Bytes by role at each state analyze reports (roles.hpp); each adds up to the state's
+/// allocated bytes.
+struct DeviceRoles {
+  std::vector<std::string> names;  // by role id: the built-in roles, then the user's
+  RoleState dump;                  // of state(): the dump, or --at
+  std::optional<RoleState> peak;   // at the allocated peak
+  std::vector<RoleState> ooms;     // parallel to ooms.explained
+  bool phases_from_annotations = false;
+  bool from_trace = false;            // phases and lives decided (else the dumped stacks alone)
+  std::vector<std::string> problems;  // a state whose roles did not add up (a bug: warned)
+};
+
 struct DeviceAnalysis {
   int device = 0;
   bool unused = false;  // no segments and no trace events
@@ -101,6 +115,7 @@ struct DeviceAnalysis {
   /// or the peak reserved came within FindingThresholds::pressure_share of a known capacity.
   bool memory_pressure = false;
   std::optional<uint64_t> capacity_bytes;  // --capacity, or what an OOM event tells
+  DeviceRoles roles;                       // with AnalyzeOptions::trace
   std::optional<Timeline> timeline;
   std::optional<DevicePage> page;  // with AnalyzeOptions::page
   std::vector<Finding> findings;   // most urgent first

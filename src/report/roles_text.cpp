@@ -1,0 +1,54 @@
+// Text for roles: one line of bytes by role at the dump, the peak and an OOM.
+#include <algorithm>
+#include <numeric>
+#include <ostream>
+
+#include "memsnap/util/units.hpp"
+#include "sections.hpp"
+#include "text_util.hpp"
+
+namespace memsnap::report::detail {
+
+std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names) {
+  std::vector<size_t> order(std::min(names.size(), s.by_role.bytes.size()));
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return s.by_role.bytes[a] > s.by_role.bytes[b]; });
+  std::string out;
+  for (size_t r : order) {
+    uint64_t bytes = s.by_role.bytes[r];
+    if (!bytes) continue;
+    if (!out.empty()) out += ", ";
+    bool builtin = r < size_t(analysis::kBuiltinRoles);
+    out += builtin ? analysis::role_words(analysis::Role(r)) : term(names[r], 64);
+    out += " " + human_bytes(bytes);
+    if (r == size_t(analysis::Role::Unknown)) {
+      // what is known of memory allocated before recording
+      std::string known;
+      if (s.unknown_freed_later && s.unknown_freed_in)
+        known = human_bytes(s.unknown_freed_later) + " freed later in " + analysis::phase_words(*s.unknown_freed_in);
+      if (s.unknown_never_freed)
+        known += (known.empty() ? "" : ", ") + human_bytes(s.unknown_never_freed) + " never freed";
+      out += " (allocated before recording" + (known.empty() ? std::string() : ": " + known) + ")";
+    }
+  }
+  return out.empty() ? "nothing allocated" : out;
+}
+
+std::string roles_line(const std::string& what, uint64_t allocated, const analysis::RoleState& s,
+                       const std::vector<std::string>& names) {
+  std::string line = what.empty() ? human_bytes(allocated) + " allocated" : what + " " + human_bytes(allocated);
+  if (s.phase) line += std::string(" in ") + analysis::phase_words(*s.phase);
+  return line + ": " + roles_words(s, names);
+}
+
+void write_dump_roles_text(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style) {
+  if (d.roles.names.empty()) return;
+  const size_t width = prose_width(style);
+  std::string what = d.at ? "at event " + with_commas(d.at->event_index) : std::string("at the dump");
+  std::string line = "by role " + what + ": " + roles_words(d.roles.dump, d.roles.names);
+  if (!d.roles.from_trace) line += " (stacks alone: no trace)";
+  out << "  " << wrap(line, 2, 4, width) << '\n';
+}
+
+}  // namespace memsnap::report::detail
