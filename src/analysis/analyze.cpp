@@ -84,6 +84,7 @@ void assign_roles(const Context& ctx, const snapshot::Device& d, const Replay* r
     for (size_t k = 0; k < out.ooms.explained.size(); ++k) dr.ooms.push_back(dr.dump);
   }
   check(dr.dump, out.accounting.allocated_bytes, "the dump");
+  dr.dump_where = named_roles_where(ctx, table, out.state());
   if (!ctx.snap.stacks.has_frames()) {  // no stack anywhere: nothing says what phase anything ran in
     if (dr.peak) dr.peak->phase.reset();
     for (auto& s : dr.ooms) s.phase.reset();

@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "memsnap/analysis/replay.hpp"
@@ -242,6 +243,7 @@ RoleState BlockRoles::sum(std::optional<uint32_t> event) const {
   const uint32_t n = static_cast<uint32_t>(role_.size());
   const uint32_t first = replay_.first_window_range();
   uint64_t freed_in[kPhases] = {};
+  uint64_t stale_candidates = 0;
   for (uint32_t id = 0; id < n; ++id) {
     uint32_t begin = replay_.begin_of(id), freed = replay_.freed_of(id);
     if (!event) {
@@ -254,6 +256,9 @@ RoleState BlockRoles::sum(std::optional<uint32_t> event) const {
     }
     uint64_t size = replay_.size_of(id);
     s.by_role.bytes[role_[id]] += size;
+    if (role_[id] == RoleId(Role::Gradient) && event && freed != kNever && freed < phases_.size() &&
+        phases_.at(freed) == Phase::ZeroGrad)
+      stale_candidates += size;
     if (role_[id] == RoleId(Role::Unknown)) {
       if (freed == kNever || freed >= phases_.size()) {
         s.unknown_never_freed += size;
@@ -268,6 +273,7 @@ RoleState BlockRoles::sum(std::optional<uint32_t> event) const {
     s.unknown_freed_in = Phase(best);
   }
   if (event && *event < phases_.size()) s.phase = phases_.state_phase(*event);
+  if (s.phase == Phase::Forward || s.phase == Phase::DataLoading) s.stale_gradients = stale_candidates;
   return s;
 }
 
@@ -289,6 +295,57 @@ RoleState roles_of_state(const RoleTable& table, const snapshot::Device& state) 
     if (r == RoleId(Role::Unknown)) s.unknown_never_freed += b.size;
   }
   return s;
+}
+
+}  // namespace memsnap::analysis
+
+namespace memsnap::analysis {
+
+std::vector<RoleWhere> named_roles_where(const Context& ctx, const RoleTable& table, const snapshot::Device& state) {
+  struct Acc {
+    RoleWhere w;
+    bool one_pool = true;
+    std::map<uint32_t, uint64_t> by_frame;  // frame id -> bytes
+  };
+  std::map<Role, Acc> acc;
+  for (const auto& seg : state.segments) {
+    for (const auto& b : state.blocks_of(seg)) {
+      if (b.state != snapshot::BlockState::ActiveAllocated) continue;
+      uint16_t f = table.stacks().facts(b.stack);
+      auto named = named_by_stack(f);
+      if (!named || *named == Role::Parameter || table.user_role(b.stack)) continue;
+      uint16_t fact = *named == Role::KvCache         ? F::kKvCache
+                      : *named == Role::Communication ? F::kCommunication
+                                                      : F::kAutocast;
+      Acc& a = acc[*named];
+      std::pair<int64_t, int64_t> pool{seg.pool_id[0], seg.pool_id[1]};
+      if (a.w.bytes == 0)
+        a.w.pool = pool;
+      else if (a.w.pool != pool)
+        a.one_pool = false;
+      a.w.role = *named;
+      a.w.bytes += b.size;
+      for (snapshot::FrameId fr : ctx.snap.stacks[b.stack])
+        if (table.stacks().frame_facts(fr) & fact) {
+          a.by_frame[fr.v] += b.size;
+          break;
+        }
+    }
+  }
+  std::vector<RoleWhere> out;
+  for (auto& [role, a] : acc) {
+    if (!a.one_pool || (a.w.pool && a.w.pool->first == 0 && a.w.pool->second == 0)) a.w.pool.reset();
+    auto best = std::max_element(a.by_frame.begin(), a.by_frame.end(),
+                                 [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (best != a.by_frame.end()) {
+      std::string text = ctx.sites.frame_string(snapshot::FrameId{best->first});
+      if (text.find(".py:") == std::string::npos) text = text.substr(0, text.find('('));  // C++: the name alone
+      a.w.frame = text.substr(0, 200);
+    }
+    out.push_back(std::move(a.w));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RoleWhere& x, const RoleWhere& y) { return x.bytes > y.bytes; });
+  return out;
 }
 
 }  // namespace memsnap::analysis

@@ -224,6 +224,8 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
   if (a.roles.peak && d["peak"].is_object()) {
     d["peak"]["by_role"] = by_role_json(*a.roles.peak, a.roles.names);
     d["peak"]["phase"] = phase_json(*a.roles.peak);
+    // gradients freed by a zero_grad after a peak in the forward: the previous step's
+    d["peak"]["stale_gradient_bytes"] = a.roles.peak->stale_gradients;
   }
   d["peak_reserved"] = peak_reserved_json(a.peaks);
   std::string evidence = iteration_evidence(a.iterations);
@@ -371,6 +373,13 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
                    {"internal_free_bytes", t.internal_free_bytes},
                    {"external_free_bytes", t.external_free_bytes}};
     if (!a.roles.names.empty()) d["totals"]["by_role"] = detail::by_role_json(a.roles.dump, a.roles.names);
+    Json where = Json::array();  // the KV cache, NCCL and autocast blocks: the frame, the private pool
+    for (const auto& w : a.roles.dump_where)
+      where.push_back({{"role", analysis::to_string(w.role)},
+                       {"bytes", w.bytes},
+                       {"frame", w.frame},
+                       {"private_pool", w.pool ? Json::array({w.pool->first, w.pool->second}) : Json(nullptr)}});
+    d["totals"]["by_role_where"] = std::move(where);
     // where the phases of peak.phase and oom.phase came from: "annotations" (some record_function
     // ranges of the file), "stacks", or null without a trace
     d["phases_source"] = !a.roles.from_trace               ? Json(nullptr)

@@ -9,7 +9,8 @@
 
 namespace memsnap::report::detail {
 
-std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names) {
+std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names,
+                        const std::vector<analysis::RoleWhere>* where) {
   std::vector<size_t> order(std::min(names.size(), s.by_role.bytes.size()));
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
@@ -22,6 +23,17 @@ std::string roles_words(const analysis::RoleState& s, const std::vector<std::str
     bool builtin = r < size_t(analysis::kBuiltinRoles);
     out += builtin ? analysis::role_words(analysis::Role(r)) : term(names[r], 64);
     out += " " + human_bytes(bytes);
+    if (where)
+      for (const auto& w : *where)
+        if (size_t(w.role) == r) {
+          if (w.pool)
+            out += " in private pool (" + std::to_string(w.pool->first) + ", " + std::to_string(w.pool->second) + ")";
+          if (!w.frame.empty()) out += " from " + term(w.frame, 200);
+        }
+    if (r == size_t(analysis::Role::Gradient) && s.stale_gradients)
+      out += human_bytes(s.stale_gradients) == human_bytes(bytes)
+                 ? std::string(" of the previous step (zero_grad runs after the forward)")
+                 : " (" + human_bytes(s.stale_gradients) + " of the previous step: zero_grad runs after the forward)";
     if (r == size_t(analysis::Role::Unknown)) {
       // what is known of memory allocated before recording
       std::string known;
@@ -46,7 +58,7 @@ void write_dump_roles_text(std::ostream& out, const analysis::DeviceAnalysis& d,
   if (d.roles.names.empty()) return;
   const size_t width = prose_width(style);
   std::string what = d.at ? "at event " + with_commas(d.at->event_index) : std::string("at the dump");
-  std::string line = "by role " + what + ": " + roles_words(d.roles.dump, d.roles.names);
+  std::string line = "by role " + what + ": " + roles_words(d.roles.dump, d.roles.names, &d.roles.dump_where);
   if (!d.roles.from_trace) line += " (stacks alone: no trace)";
   out << "  " << wrap(line, 2, 4, width) << '\n';
 }

@@ -38,7 +38,9 @@ void write_oom_text(std::ostream& out, const analysis::DeviceAnalysis& d, const 
 void write_findings_text(std::ostream& out, const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s,
                          const TextStyle& style);
 /// "activations 6.80 GiB, weights 3.72 GiB, ...": the roles with bytes, largest first.
-std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names);
+/// With `where`, a role it lists says where it is ("in private pool (0, 2) from FRAME").
+std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names,
+                        const std::vector<analysis::RoleWhere>* where = nullptr);
 /// "peak 21.68 GiB in the forward: activations ...".
 std::string roles_line(const std::string& what, uint64_t allocated, const analysis::RoleState& s,
                        const std::vector<std::string>& names);

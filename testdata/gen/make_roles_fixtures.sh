@@ -37,6 +37,10 @@ gen model_per_step_s3.pickle --seed 3 "${small[@]}" --scenario train --steps 4 -
 gen empty_cache_s2.pickle    --seed 2 "${small[@]}" --scenario train --steps 4 --empty-cache-each-step
 gen train_s6_4layers.pickle  --seed 6 --layers 4 --width 384 --batch 3 --seq 32 --scenario train --steps 3
 
+# The roles snapgen never makes (KV cache in a private pool, NCCL, autocast's cache): written by
+# hand, not in the manifest.
+"$PYTHON" "$here/make_roles_named_fixtures.py"
+
 total=0
 while IFS=$'\t' read -r f t _; do
   [ -f "$out/$f" ] && [ -f "$out/$t" ] || { echo "missing $f or $t" >&2; exit 1; }

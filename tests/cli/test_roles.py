@@ -95,6 +95,32 @@ for folder, f, t in manifest("snapgen") + manifest("roles"):
             compare(name + " at the peak", d["peak"]["by_role"], pd["peak"]["allocated_by_role"], f in PRE_WINDOW)
 check("training fixtures compared", compared >= 25, "only %d" % compared)
 
+# The roles snapgen never makes, from fixtures with their frames (testdata/gen/make_roles_named_fixtures.py):
+# a serving engine's KV cache in private pool (0, 2), an NCCL buffer, weights moved by Module.to and a
+# block without a stack (no trace: the stacks alone); autocast's cached fp16 weight copies in a forward.
+for name in ("kv_cache", "autocast"):
+    with open(os.path.join(TESTDATA, "roles", name + ".truth.json")) as fh:
+        pd = json.load(fh)["per_device"][0]
+    doc = analyze(os.path.join(TESTDATA, "roles", name + ".pickle"))
+    if not doc:
+        continue
+    d = doc["devices"][0]
+    nonzero = {r: b for r, b in d["totals"]["by_role"].items() if b}
+    check(name + ": roles at the dump", nonzero == pd["allocated_by_role"], "%r vs %r" % (nonzero, pd))
+    if "peak" in pd:
+        nonzero = {r: b for r, b in d["peak"]["by_role"].items() if b}
+        check(name + ": roles at the peak", nonzero == pd["peak"]["allocated_by_role"], "%r vs %r" % (nonzero, pd))
+        check(name + ": peak in the forward", d["peak"]["phase"] == "forward", d["peak"]["phase"])
+rc, out, err = run(["analyze", os.path.join(TESTDATA, "roles", "kv_cache.pickle")])
+check("kv_cache text", "KV cache 120.00 MiB in private pool (0, 2) from cache_engine.py:83:_allocate_kv_cache"
+      in " ".join(out.split()), out)
+doc = analyze(os.path.join(TESTDATA, "roles", "kv_cache.pickle"))
+if doc:
+    where = doc["devices"][0]["totals"]["by_role_where"]
+    check("kv_cache where", where and where[0] == {"role": "kv_cache", "bytes": 6 * 20 * 2**20,
+                                                   "frame": "cache_engine.py:83:_allocate_kv_cache",
+                                                   "private_pool": [0, 2]}, repr(where))
+
 # The phase of the peak: snapgen's train peaks in the optimizer step (Adam's state and a temporary).
 doc = analyze(snap("train.pickle"))
 if doc:

@@ -124,3 +124,48 @@ TEST_CASE("annotations that give phases") {
   CHECK(std::string(analysis::to_string(Role::OptimizerState)) == "optimizer_state");
   CHECK(std::string(analysis::to_string(Role::KvCache)) == "kv_cache");
 }
+
+TEST_CASE("phases: stacks, silent frees, annotations winning, spans") {
+  Fixture f;
+  auto fwd = f.stack({{torch("nn/modules/linear.py"), "forward"}, {"/w/train.py", "forward"}});
+  auto bwd = f.stack({{torch("autograd/graph.py"), "_engine_run_backward"}, {"/w/train.py", "step"}});
+  auto user = f.stack({{"/w/train.py", "step"}});
+  snapshot::Device d;
+  auto ev = [&](snapshot::Action a, uint64_t addr, snapshot::StackId s, int64_t t) {
+    snapshot::TraceEvent e;
+    e.action = a;
+    e.addr = addr;
+    e.size = 512;
+    e.stack = s;
+    e.time_us = t;
+    d.trace.push_back(e);
+  };
+  using A = snapshot::Action;
+  ev(A::Alloc, 0x1000, user, 10);          // 0 the batch: user code, `other`
+  ev(A::Alloc, 0x2000, fwd, 20);           // 1 forward
+  ev(A::FreeRequested, 0x1000, user, 30);  // 2 a free whose stack names no phase: the forward's
+  ev(A::Alloc, 0x3000, bwd, 40);           // 3 backward
+  ev(A::FreeRequested, 0x2000, bwd, 50);   // 4 freed by the backward (its own stack)
+  ev(A::Alloc, 0x4000, user, 60);          // 5 user code inside an Optimizer.step range
+  ev(A::FreeRequested, 0x4000, user, 70);  // 6
+  auto name = f.snap.strings.intern("Optimizer.step#SGD.step");
+  f.snap.annotations.push_back({0, 55, name, f.snap.strings.intern("START")});
+  f.snap.annotations.push_back({0, 75, name, f.snap.strings.intern("END")});
+  analysis::Context ctx(f.snap);
+  analysis::StackPhases sp(ctx);
+  analysis::Phases ph(ctx, sp, d, nullptr);  // without a replay every free speaks by its stack
+  using P = analysis::Phase;
+  CHECK(ph.at(0) == P::Other);
+  CHECK(ph.at(1) == P::Forward);
+  CHECK(ph.at(2) == P::Forward);  // a free naming no phase runs in its predecessor's
+  CHECK_FALSE(ph.definite(2));
+  CHECK(ph.at(3) == P::Backward);
+  CHECK(ph.at(4) == P::Backward);
+  CHECK(ph.at(5) == P::OptimizerStep);  // the annotation wins over the stack
+  CHECK(ph.at(6) == P::OptimizerStep);
+  CHECK(ph.from_annotations());
+  CHECK(ph.next_definite(0) == P::Forward);
+  CHECK(ph.span(3) == ph.span(4));
+  CHECK(ph.span(1) != ph.span(3));
+  CHECK(ph.span(5) == ph.span(6));
+}

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "memsnap/analysis/phases.hpp"
@@ -85,6 +86,18 @@ struct RoleState {
   uint64_t unknown_never_freed = 0;       // of unknown: live from before the window to the dump
   uint64_t unknown_freed_later = 0;       // of unknown: freed later in the window
   std::optional<Phase> unknown_freed_in;  // where most of those were freed
+  /// Of gradient: live in a forward (or before it) and freed by a zero_grad after this point,
+  /// so the previous step's, kept through this step's forward.
+  uint64_t stale_gradients = 0;
+};
+
+/// Where the blocks of a role the stack names (KV cache, communication, autocast cache) are:
+/// the frame that named it, and the private pool when they all sit in one.
+struct RoleWhere {
+  Role role = Role::Other;
+  uint64_t bytes = 0;
+  std::string frame;                                // "cache_engine.py:83:_allocate_kv_cache" (capped)
+  std::optional<std::pair<int64_t, int64_t>> pool;  // one private pool holds all of them
 };
 
 /// The facts of frames and stacks, the user's rules matched once per frame.
@@ -131,5 +144,8 @@ class BlockRoles {
 
 /// The roles of a dumped (or replayed) state from its stacks alone.
 RoleState roles_of_state(const RoleTable& table, const snapshot::Device& state);
+/// Where the state's KV cache, communication and autocast cache blocks are (by the built-in
+/// rules), largest first.
+std::vector<RoleWhere> named_roles_where(const Context& ctx, const RoleTable& table, const snapshot::Device& state);
 
 }  // namespace memsnap::analysis
