@@ -74,6 +74,13 @@ void assign_roles(const Context& ctx, const snapshot::Device& d, const Replay* r
       dr.peak = p->at_window_start ? roles.at_start() : roles.at(p->event_index);
       check(*dr.peak, p->allocated_bytes, "the peak");
     }
+    if (out.structure)  // of the bytes a one-pass repeat keeps: autocast's cached casts
+      for (uint32_t id = 0; id < replay->ranges().size(); ++id) {
+        uint32_t b = replay->begin_of(id);
+        if (b != kWindowStart && b >= out.structure->first_event && replay->freed_of(id) == kNever &&
+            roles.of(id) == RoleId(Role::AutocastCache))
+          out.structure->kept_autocast_cache_bytes += replay->size_of(id);
+      }
     for (const auto& r : out.ooms.explained) {
       dr.ooms.push_back(r.from_trace && r.event_index ? roles.at(*r.event_index) : roles.at(last));
       if (!r.from_trace) dr.ooms.back().phase.reset();
@@ -89,6 +96,42 @@ void assign_roles(const Context& ctx, const snapshot::Device& d, const Replay* r
     if (dr.peak) dr.peak->phase.reset();
     for (auto& s : dr.ooms) s.phase.reset();
     dr.dump.phase.reset();
+  }
+}
+
+// What fills memory at each explained OOM decides the fix in place of "reduce what is live":
+// activations -> checkpointing, weights + gradients + optimizer state -> sharding, weights
+// alone outside a training phase -> load sharded, a KV cache -> the engine's setting. Only
+// when one kind holds at least half of the allocated bytes; else the general fix stands.
+void fix_by_role(DeviceAnalysis& out) {
+  for (size_t k = 0; k < out.ooms.explained.size() && k < out.roles.ooms.size(); ++k) {
+    OomReport& r = out.ooms.explained[k];
+    const RoleState& s = out.roles.ooms[k];
+    auto reduce = std::find(r.fixes.begin(), r.fixes.end(), OomFix::ReduceLive);
+    if (reduce == r.fixes.end() || s.by_role.bytes.size() < size_t(kBuiltinRoles)) continue;
+    auto at = [&](Role role) { return s.by_role.bytes[size_t(role)]; };
+    const uint64_t total = s.by_role.total();
+    const uint64_t params = at(Role::Parameter);
+    const uint64_t model = params + at(Role::Gradient) + at(Role::OptimizerState);
+    const uint64_t acts = at(Role::Activation) + at(Role::Temporary);
+    const uint64_t kv = at(Role::KvCache);
+    const bool training_phase = s.phase && (*s.phase == Phase::Forward || *s.phase == Phase::Backward ||
+                                            *s.phase == Phase::OptimizerStep || *s.phase == Phase::ZeroGrad);
+    auto half = [&](uint64_t b) { return total > 0 && 2 * b >= total; };
+    OomFix fix = OomFix::ReduceLive;
+    uint64_t bytes = 0;
+    if (half(kv) && kv >= model && kv >= acts) {
+      fix = OomFix::KvCacheSetting, bytes = kv;
+    } else if (half(params) && !training_phase && 10 * (model - params + acts) < total) {
+      fix = OomFix::LoadWeightsSharded, bytes = params;
+    } else if (half(model) && model >= acts) {
+      fix = OomFix::ShardModelState, bytes = model;
+    } else if (half(acts)) {
+      fix = OomFix::CheckpointActivations, bytes = acts;
+    }
+    if (fix == OomFix::ReduceLive) continue;
+    *reduce = fix;
+    r.role_fix_bytes = bytes;
   }
 }
 
@@ -258,6 +301,7 @@ struct Analyzer {
       out.timeline = build_timeline(ctx, *replay, out.peaks.allocated, out.iterations, *o.timeline);
     if (o.trace) judge_habits(ctx, d, o, out);
     if (o.trace) assign_roles(ctx, d, replay ? &*replay : nullptr, o, out, out.roles.problems);
+    if (o.trace) fix_by_role(out);
     out.findings = raise_findings(ctx, out, o.thresholds);
     if (o.page) out.page = build_page(ctx, d, replay ? &*replay : nullptr, out.timeline, out.iterations, *o.page);
     return out;

@@ -25,7 +25,7 @@ struct KindName {
 };
 
 // The stable JSON strings: scripts match on them, so they never change.
-constexpr std::array<KindName, 21> kKindNames{{
+constexpr std::array<KindName, 23> kKindNames{{
     {FindingKind::OomFragmentation, "oom_fragmentation"},
     {FindingKind::OomSegmentRounding, "oom_segment_rounding"},
     {FindingKind::OomLeak, "oom_leak"},
@@ -38,6 +38,8 @@ constexpr std::array<KindName, 21> kKindNames{{
     {FindingKind::GrowingWithInput, "growing_with_input"},
     {FindingKind::GrowthUnattributed, "growth_unattributed"},
     {FindingKind::ActivationsKeptWithoutBackward, "activations_kept_without_backward"},
+    {FindingKind::StaleGradientsAtPeak, "stale_gradients_at_peak"},
+    {FindingKind::KvCacheReserved, "kv_cache_reserved"},
     {FindingKind::CacheFlushRetry, "cache_flush_retry"},
     {FindingKind::EmptyCacheInLoop, "empty_cache_in_loop"},
     {FindingKind::BigLayer, "big_layer"},
@@ -150,9 +152,27 @@ void add_behaviour_findings(std::vector<Finding>& f, const DeviceAnalysis& d, co
   // One pass that keeps every layer's activations, and no backward to free them (and
   // nothing in the file shows training: a step whose backward never ran is not
   // evaluation).
-  if (d.structure && d.structure->keeps_activations && !d.structure->backward_seen && d.structure->kept_bytes > 0 &&
-      !d.training)
-    f.push_back({FindingKind::ActivationsKeptWithoutBackward, Severity::Info, d.structure->kept_bytes, 0});
+  // Autocast's cached casts are kept too, but no_grad does not free them: not activations.
+  if (d.structure && d.structure->keeps_activations && !d.structure->backward_seen && !d.training &&
+      d.structure->kept_bytes > d.structure->kept_autocast_cache_bytes)
+    f.push_back({FindingKind::ActivationsKeptWithoutBackward, Severity::Info,
+                 d.structure->kept_bytes - d.structure->kept_autocast_cache_bytes, 0});
+}
+
+// Roles (issue 54): what fills memory decides the advice.
+void add_role_findings(std::vector<Finding>& f, const DeviceAnalysis& d, const FindingThresholds& t) {
+  const DeviceRoles& r = d.roles;
+  // The previous step's gradients alive through the forward at the peak: zero_grad runs late.
+  if (r.peak && d.peaks.allocated && r.peak->stale_gradients > 0 &&
+      double(r.peak->stale_gradients) >= t.stale_gradient_share * double(d.peaks.allocated->allocated_bytes))
+    f.push_back({FindingKind::StaleGradientsAtPeak, d.memory_pressure ? Severity::Warning : Severity::Info,
+                 r.peak->stale_gradients, 0});
+  // A serving engine's KV cache, reserved up front: its size is the engine's setting.
+  if (r.dump.by_role.bytes.size() > size_t(Role::KvCache)) {
+    uint64_t kv = r.dump.by_role.bytes[size_t(Role::KvCache)];
+    if (kv > 0 && double(kv) >= t.kv_cache_share * double(d.accounting.reserved_bytes))
+      f.push_back({FindingKind::KvCacheReserved, Severity::Info, kv, 0});
+  }
 }
 
 // The state: warnings only when memory was tight (an OOM, a flush-and-retry, a peak
@@ -194,6 +214,7 @@ std::vector<Finding> raise_findings(const Context& ctx, const DeviceAnalysis& d,
     f.push_back({FindingKind::TraceInconsistent, Severity::Warning, 0, 0});
   add_growth_findings(f, d, t);
   add_behaviour_findings(f, d, t);
+  add_role_findings(f, d, t);
   add_state_findings(f, d, t);
   return f;
 }

@@ -164,9 +164,46 @@ Words one_pass_words(const Finding& f, const DeviceAnalysis& d) {
               human_bytes(f.bytes) +
               " is still allocated at the dump and no backward pass follows to free it. "
               "With autograd on, each layer's output is saved for a backward that never runs.";
+  if (s.kept_autocast_cache_bytes)
+    w.message += " Another " + human_bytes(s.kept_autocast_cache_bytes) +
+                 " kept is autocast's cache (at::autocast::cached_cast: the weights cast to fp16 once per "
+                 "autocast region): expected with torch.autocast, and torch.no_grad() does not free it.";
   w.advice =
       "Evaluate under `torch.no_grad()` or `torch.inference_mode()`: each activation is then freed as "
       "soon as the next layer has used it.";
+  return w;
+}
+
+// ---- roles (issue 54)
+
+Words role_finding_words(const Finding& f, const DeviceAnalysis& d) {
+  Words w;
+  if (f.kind == FindingKind::StaleGradientsAtPeak) {
+    const auto& p = *d.peaks.allocated;
+    std::string where =
+        p.at_window_start ? std::string("when the window opened") : "at event " + with_commas(p.event_index);
+    w.message = "At the peak (" + human_bytes(p.allocated_bytes) + ", " + where + "), " + human_bytes(f.bytes) +
+                " are gradients of the previous step: zero_grad frees them only after this forward, so they are "
+                "kept through it.";
+    w.advice =
+        "Call optimizer.zero_grad(set_to_none=True) before the forward (or right after optimizer.step()): "
+        "the peak's state drops by " +
+        human_bytes(f.bytes) + " (" + pct(f.bytes, p.allocated_bytes) + " of the peak).";
+    return w;
+  }
+  // KvCacheReserved
+  std::string where;
+  for (const auto& rw : d.roles.dump_where)
+    if (rw.role == analysis::Role::KvCache) {
+      if (rw.pool)
+        where += " in private pool (" + std::to_string(rw.pool->first) + ", " + std::to_string(rw.pool->second) + ")";
+      if (!rw.frame.empty()) where += " from " + rw.frame;
+    }
+  w.message = "KV cache " + human_bytes(f.bytes) + where + ": " + pct(f.bytes, d.accounting.reserved_bytes) +
+              " of reserved memory, taken up front by the serving engine and kept whatever the requests need.";
+  w.advice =
+      "Its size is the engine's memory setting, not the batch: to leave room for other work, lower it "
+      "(vLLM: gpu_memory_utilization; SGLang: mem_fraction_static).";
   return w;
 }
 
@@ -459,6 +496,26 @@ std::string fix_words(OomFix fix, const OomReport& r) {
       return "Reduce what is live at once: a smaller batch or sequence, activation checkpointing "
              "(torch.utils.checkpoint), mixed precision (torch.autocast, bf16), or sharding/offloading the largest "
              "holders.";
+    case OomFix::CheckpointActivations:
+      return "Activations hold " + human_bytes(r.role_fix_bytes) + " (" + pct(r.role_fix_bytes, r.allocated_bytes) +
+             " of allocated): recompute them in the backward with activation checkpointing "
+             "(torch.utils.checkpoint) on the modules that make them, or run a smaller micro-batch (gradient "
+             "accumulation keeps the effective batch).";
+    case OomFix::ShardModelState:
+      return "Weights, gradients and optimizer state hold " + human_bytes(r.role_fix_bytes) + " (" +
+             pct(r.role_fix_bytes, r.allocated_bytes) +
+             " of allocated), which a smaller batch does not shrink: shard them across GPUs (ZeRO, FSDP), use a "
+             "lighter optimizer (Adam keeps two states per parameter: 8-bit Adam, Adafactor or SGD keep less), or "
+             "keep the weights in bf16.";
+    case OomFix::LoadWeightsSharded:
+      return "Weights being loaded hold " + human_bytes(r.role_fix_bytes) + " (" +
+             pct(r.role_fix_bytes, r.allocated_bytes) +
+             " of allocated) before any step runs: the model does not fit this GPU as it is loaded. Load it sharded "
+             "across GPUs (device_map, FSDP), offload part of it to the CPU, or quantize it (8-bit, 4-bit).";
+    case OomFix::KvCacheSetting:
+      return "The KV cache holds " + human_bytes(r.role_fix_bytes) + " (" + pct(r.role_fix_bytes, r.allocated_bytes) +
+             " of allocated): the serving engine sizes it from its memory setting, not from the requests (vLLM: "
+             "gpu_memory_utilization, max_model_len; SGLang: mem_fraction_static).";
     case OomFix::RetryOutsideExcept:
       return "Allocations resumed right after the OOM while the failed step's tensors were still alive: if your OOM "
              "handler retries inside the `except` clause, the exception keeps that step's tensors alive. Set a flag "
@@ -551,6 +608,8 @@ Words finding_words(const Finding& f, const DeviceAnalysis& d, const snapshot::A
     case FindingKind::GrowingWithInput:
     case FindingKind::GrowthUnattributed: return growth_words(f, d);
     case FindingKind::ActivationsKeptWithoutBackward: return one_pass_words(f, d);
+    case FindingKind::StaleGradientsAtPeak:
+    case FindingKind::KvCacheReserved: return role_finding_words(f, d);
     case FindingKind::StrandedFreeMemory: return stranded_words(a, expandable, d.memory_pressure);
     case FindingKind::FragmentedPool:
       return fragmented_pool_words(a.pools[f.index], expandable, settings, d.memory_pressure);

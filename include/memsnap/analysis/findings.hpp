@@ -30,6 +30,9 @@ enum class FindingKind : uint8_t {
   GrowthUnattributed,
   // one pass
   ActivationsKeptWithoutBackward,
+  // roles (issue 54)
+  StaleGradientsAtPeak,  // the previous step's gradients live through the forward at the peak
+  KvCacheReserved,       // a serving engine's KV cache holds much of the device (dump)
   // churn: memory returned to CUDA only to be asked for again
   CacheFlushRetry,
   EmptyCacheInLoop,
@@ -87,6 +90,10 @@ struct FindingThresholds {
   // allocator asked CUDA for this many new segments again
   uint64_t empty_cache_min_calls = 2;
   uint64_t empty_cache_min_reallocations = 8;
+  // stale_gradients_at_peak: the previous step's gradients at the peak, this share of it
+  double stale_gradient_share = 0.05;
+  // kv_cache_reserved: a KV cache this share of reserved memory at the dump
+  double kv_cache_share = 0.25;
 };
 
 }  // namespace memsnap::analysis

@@ -111,6 +111,9 @@ struct Structure {
   double kept_share = 0;
   double growth_bytes_per_repeat = 0;  // allocated bytes at a boundary minus at the one before (median)
   uint64_t kept_bytes = 0;             // bytes the repetitions allocated that are still allocated at the dump
+  /// Of kept_bytes: autocast's cached casts (role autocast_cache, set with the roles), which
+  /// torch.no_grad() does not free: they are not activations.
+  uint64_t kept_autocast_cache_bytes = 0;
 };
 
 struct IterationOptions {

@@ -47,6 +47,11 @@ enum class OomFix : uint8_t {
   ExternalMemory,      // look at memory outside PyTorch
   ReduceLive,          // smaller batch, checkpointing, mixed precision, sharding
   RetryOutsideExcept,  // retry after the except clause
+  // In place of ReduceLive when the roles live at the OOM say what fills memory (issue 54):
+  CheckpointActivations,  // activations: torch.utils.checkpoint, a smaller micro-batch
+  ShardModelState,        // weights + gradients + optimizer state: ZeRO/FSDP, lighter optimizer, bf16
+  LoadWeightsSharded,     // weights being loaded, nothing else: load sharded, offload or quantize
+  KvCacheSetting,         // a serving engine's KV cache: the engine's memory setting
 };
 
 /// A pasted OOM message (--oom-message) set against the report's state. A figure
@@ -109,6 +114,9 @@ struct OomReport {
   uint64_t freed_after_bytes = 0;
   std::vector<OomCause> causes;  // every cause that holds, most direct first
   std::vector<OomFix> fixes;     // most direct first; none already in effect
+  /// The bytes and share of allocated memory the role-based fix (CheckpointActivations ...
+  /// KvCacheSetting) is about: what fills memory at the OOM.
+  uint64_t role_fix_bytes = 0;
   std::string site;
   std::vector<std::string> stack;
   std::vector<SiteBytes> top_sites;        // live at the OOM
