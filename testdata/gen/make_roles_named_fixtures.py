@@ -111,3 +111,32 @@ by = {"parameter": LAYERS * 40 * MB, "autocast_cache": LAYERS * 20 * MB, "activa
 write("autocast", {"segments": segs, "device_traces": [trace], "allocator_settings": SETTINGS},
       {"per_device": [{"allocated_by_role": by, "peak": {"allocated_by_role": by,
                                                          "allocated_event_index": len(trace) - 1}}]})
+
+# ---- autocast_eval --------------------------------------------------------------------------
+# One forward under torch.autocast with autograd on and no backward, its layers run by one loop
+# line (a repeat analyze finds): activations_kept_without_backward counts the activations only,
+# never autocast's cached casts (issue 54). Truth: the same allocated_by_role as above.
+EVAL_LAYERS = 12
+
+
+def loop_cast():
+    return fr(("??", 0, "at::autocast::cached_cast(c10::ScalarType, at::Tensor const&, c10::DeviceType)"),
+              ("??", 0, "at::autocast::WrapFunction_<...>::call(at::Tensor const&, at::Tensor const&)"),
+              (LIN, 125, "forward"), (MOD, 1750, "_call_impl"), (T, 50, "forward"), (T, 95, "main"))
+
+
+def loop_act():
+    return fr((LIN, 125, "forward"), (MOD, 1750, "_call_impl"), (T, 50, "forward"), (T, 95, "main"))
+
+
+trace, t, addr, segs = [], [1_700_000_000_000_000], [0x7F0000000000], []
+for l in range(EVAL_LAYERS):
+    alloc(40 * MB, build(l))
+for l in range(EVAL_LAYERS):
+    alloc(20 * MB, loop_cast())
+    alloc(20 * MB, loop_act())
+by = {"parameter": EVAL_LAYERS * 40 * MB, "autocast_cache": EVAL_LAYERS * 20 * MB,
+      "activation": EVAL_LAYERS * 20 * MB}
+write("autocast_eval", {"segments": segs, "device_traces": [trace], "allocator_settings": SETTINGS},
+      {"per_device": [{"allocated_by_role": by, "peak": {"allocated_by_role": by,
+                                                         "allocated_event_index": len(trace) - 1}}]})

@@ -8,6 +8,8 @@
 #                 so the fix is sharding / a lighter optimizer with the truth's bytes.
 #   capacity      an OOM in the forward: the bytes that are not weights, gradients or optimizer
 #                 state by the truth fill memory, so the fix is activation checkpointing.
+#   autocast_eval one forward under autocast, no backward: activations_kept_without_backward is
+#                 the truth's activations, autocast's cache named apart.
 #   train_s2...   every fixture's OOM fixes and findings agree with the roles analyze reports.
 import json
 import os
@@ -91,6 +93,19 @@ check("capacity: the OOM is the peak", d["oom"]["allocated_bytes"] == tp["alloca
 check("capacity OOM: checkpointing first", adv.startswith("Activations hold " + human(acts)), adv)
 check("capacity OOM: names torch.utils.checkpoint", "torch.utils.checkpoint" in adv, adv)
 
+# autocast_eval: one forward under autocast with no backward keeps activations and autocast's
+# cached casts; only the activations (the truth's) are what no_grad would free.
+ae = os.path.join(DATA, "roles", "autocast_eval.pickle")
+t = truth(ae)["allocated_by_role"]
+d = analyze(ae)
+f = [x for x in d["findings"] if x["kind"] == "activations_kept_without_backward"]
+check("autocast_eval: activations_kept_without_backward raised", len(f) == 1, repr([x["kind"] for x in d["findings"]]))
+if f:
+    check("autocast_eval: the truth's activations only", f[0]["bytes"] == t["activation"],
+          "%d vs %d" % (f[0]["bytes"], t["activation"]))
+    check("autocast_eval: says autocast's cache is kept and no_grad does not free it",
+          ("Another %s kept is autocast's cache" % human(t["autocast_cache"])) in f[0]["message"] and
+          "torch.no_grad() does not free it" in f[0]["message"], f[0]["message"])
 
 # Every fixture: the OOM's first fix never contradicts its roles.
 def agrees(adv, by_role, total):
