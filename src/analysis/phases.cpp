@@ -47,6 +47,7 @@ constexpr FrameRule kFrameRules[] = {
     {StackPhases::kCommunication, Part::Name, How::Contains, "nccl"},
     {StackPhases::kCommunication, Part::Name, How::Contains, "NCCL"},
     {StackPhases::kCommunication, Part::Name, How::Contains, "c10d::"},
+    {StackPhases::kWorkspace, Part::Name, How::Contains, "getNewWorkspace"},
     {StackPhases::kParameter, Part::Name, How::Equals, "load_state_dict"},
     {StackPhases::kParameter, Part::Name, How::Equals, "_load_from_state_dict"},
     {StackPhases::kParameter, Part::Name, How::Contains, "from_pretrained"},

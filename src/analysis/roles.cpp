@@ -19,6 +19,7 @@ using F = StackPhases::Fact;
 
 // Rule 2: the stack names the role whatever the phases say.
 std::optional<Role> named_by_stack(uint16_t facts) {
+  if (facts & F::kWorkspace) return Role::Other;  // cuBLAS's workspace: neither an activation nor a leak
   if (facts & F::kAutocast) return Role::AutocastCache;
   if (facts & F::kKvCache) return Role::KvCache;
   if (facts & F::kCommunication) return Role::Communication;
@@ -313,7 +314,7 @@ std::vector<RoleWhere> named_roles_where(const Context& ctx, const RoleTable& ta
       if (b.state != snapshot::BlockState::ActiveAllocated) continue;
       uint16_t f = table.stacks().facts(b.stack);
       auto named = named_by_stack(f);
-      if (!named || *named == Role::Parameter || table.user_role(b.stack)) continue;
+      if (!named || *named == Role::Parameter || *named == Role::Other || table.user_role(b.stack)) continue;
       uint16_t fact = *named == Role::KvCache         ? F::kKvCache
                       : *named == Role::Communication ? F::kCommunication
                                                       : F::kAutocast;

@@ -85,6 +85,12 @@ if NH in docs:
     check(NH + ": gradients at the peak are the previous step's", stale <= g <= stale + large * (1 << 20),
           "%d vs %d (+ up to %d MiB)" % (g, stale, large))
     check(NH + ": peak in the forward", d["peak"]["phase"] == "forward", d["peak"]["phase"])
+    # cuBLAS's workspace (two blocks made by the first einsum's matmul, never freed) is no activation
+    ws = sum(b["size"] for seg in snap["segments"] for b in seg["blocks"] if b["state"] == "active_allocated" and
+             any("getNewWorkspace" in f["name"] for f in b.get("frames", [])))
+    check(NH + ": the cuBLAS workspace is found here", ws == 17039360, ws)
+    check(NH + ": the cuBLAS workspace is `other` at the dump", d["totals"]["by_role"]["other"] >= ws,
+          repr(d["totals"]["by_role"]))
 
 YI = "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle"
 if YI in docs:

@@ -53,6 +53,9 @@ TEST_CASE("the role table: each rule by the frames it keys on") {
   auto kv = f.stack({{"/v/vllm/worker/cache_engine.py", "_allocate_kv_cache"}, {"/v/vllm/worker/worker.py", "init"}});
   auto nccl = f.stack({{"??", "c10d::ProcessGroupNCCL::allreduce(...)"}, {"/w/train.py", "step"}});
   auto user = f.stack({{"/w/train.py", "step"}});
+  auto workspace = f.stack({{"??", "at::cuda::getNewWorkspace()"},
+                            {"??", "at::cuda::getCurrentCUDABlasHandle()"},
+                            {torch("nn/modules/linear.py"), "forward"}});
   analysis::Context ctx(f.snap);
   analysis::RoleTable table(ctx, {});
   auto role = [&](snapshot::StackId s) { return Role(table.stack_role(s)); };
@@ -70,6 +73,7 @@ TEST_CASE("the role table: each rule by the frames it keys on") {
   CHECK(role(kv) == Role::KvCache);
   CHECK(role(nccl) == Role::Communication);
   CHECK(role(user) == Role::Other);
+  CHECK(role(workspace) == Role::Other);  // made in a forward, but no activation
   CHECK(role(snapshot::StackId{0}) == Role::Unknown);
   // The phases the same stacks give.
   const auto& ph = table.stacks();

@@ -62,6 +62,7 @@ class StackPhases {
     kKvCache = 128,        // _allocate_kv_cache, a cache_engine
     kCommunication = 256,  // NCCL, c10d
     kAccumulate = 512,     // AccumulateGrad: a parameter's gradient
+    kWorkspace = 1024,     // cuBLAS's workspace (getNewWorkspace): made once, kept for the process
   };
   /// The facts of a whole stack (the union over its frames).
   uint16_t facts(snapshot::StackId stack) const;

@@ -4,7 +4,8 @@
 // which role; the phases (phases.hpp) say when a block was born and when it died.
 // In order, the first that holds decides:
 //   1. a user rule (--role NAME=GLOB) matching any frame of the allocation stack;
-//   2. the stack names it: autocast_cache (at::autocast::cached_cast), kv_cache
+//   2. the stack names it: other for cuBLAS's workspace (getNewWorkspace), autocast_cache (at::autocast::cached_cast),
+//   kv_cache
 //      (_allocate_kv_cache, a cache_engine), communication (NCCL, c10d), parameter
 //      (nn.Parameter / a torch.nn module's __init__, Module.to/.cuda/_apply,
 //      load_state_dict);
