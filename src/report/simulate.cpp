@@ -115,8 +115,10 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
   out << title_line("memsnap simulate", src.input.path, width) << '\n';
   auto para = [&](const std::string& text) { out << wrap(text, 0, 2, width) << '\n'; };
   para("device " + std::to_string(sim.device) + "; recorded settings " + settings_text(sim.recorded.settings));
-  para("capacity: " + (sim.runs.front().capacity ? human_bytes(*sim.runs.front().capacity) + " (" : "(") +
-       sim.capacity_source + ")");
+  // A known size is followed by where it comes from; an unknown one is only its reason.
+  const auto& known_capacity = sim.runs.front().capacity;
+  para("capacity: " +
+       (known_capacity ? human_bytes(*known_capacity) + " (" + sim.capacity_source + ")" : sim.capacity_source));
   if (sim.starts_mid_run)
     para("the trace starts mid-run: " + with_commas(sim.start_blocks) + " live blocks (" +
          human_bytes(sim.start_allocated) + ") in " + with_commas(sim.start_segments) + " segments (" +
