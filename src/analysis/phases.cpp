@@ -129,8 +129,15 @@ uint16_t StackPhases::frame_facts(snapshot::FrameId id) const {
 }
 
 uint16_t StackPhases::compute(snapshot::StackId stack) const {
+  // Frames innermost first: an optimizer step or zero_grad outside a forward or backward is the
+  // closure form (PyTorch Lightning runs training_step inside optimizer.step(closure)), whose
+  // allocations are the forward's and the backward's, so the inner phase wins there.
   uint16_t f = 0;
-  for (snapshot::FrameId fr : ctx_.snap.stacks[stack]) f |= frame_facts(fr);
+  for (snapshot::FrameId fr : ctx_.snap.stacks[stack]) {
+    uint16_t g = frame_facts(fr);
+    if (f & (kForward | kBackward)) g &= static_cast<uint16_t>(~(kOptimizer | kZeroGrad));
+    f |= g;
+  }
   return f;
 }
 
