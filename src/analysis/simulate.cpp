@@ -2,9 +2,11 @@
 #include "memsnap/analysis/simulate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "memsnap/analysis/churn.hpp"
+#include "memsnap/analysis/phases.hpp"
 #include "memsnap/util/error.hpp"
 #include "memsnap/util/flat_map.hpp"
 #include "memsnap/util/units.hpp"
@@ -151,17 +153,50 @@ struct Probe {
 struct RunSpec {
   std::string label;
   ModelSettings settings;
+  bool role_edits = false;  // applies the --scale / --drop edits
 };
+
+// The role of every block the runs allocate, and the edits by role (SimRoleView: a unity build
+// shares this namespace with the other analyses).
+struct SimRoleView {
+  std::vector<RoleId> event_role;  // per trace event: the role of the block an alloc makes
+  std::vector<RoleId> start_role;  // per range live when the window opens
+  std::vector<double> factor;      // per role id: 1 unchanged, 0 dropped, else scaled
+  uint32_t peak_event = kNever;    // the recorded peak allocated (kWindowStart: the start state)
+};
+
+// A request F times as large, at least one byte (the model rounds it as the allocator does).
+uint64_t sim_scaled_request(uint64_t requested, double f) {
+  const long double v = std::ceil(static_cast<long double>(requested) * static_cast<long double>(f));
+  return v < 1 ? 1 : static_cast<uint64_t>(v);
+}
 
 class Runner {
  public:
-  Runner(const Context& ctx, const Replay& replay, const std::vector<FreeBurst>& bursts, bool mirror_retries)
-      : ctx_(ctx), replay_(replay), bursts_(bursts), mirror_retries_(mirror_retries) {}
+  Runner(const Context& ctx, const Replay& replay, const std::vector<FreeBurst>& bursts, bool mirror_retries,
+         const SimRoleView* roles = nullptr)
+      : ctx_(ctx), replay_(replay), bursts_(bursts), mirror_retries_(mirror_retries), roles_(roles) {}
 
   SimRun run(const RunSpec& spec, const CapacityPlan& plan, bool stop_at_oom = false, Probe* probe = nullptr) const {
     SimRun out;
     out.label = spec.label;
     out.settings = spec.settings;
+    out.role_edited = roles_ && spec.role_edits;
+    // Allocated bytes by role (with roles): each live block's role is its tag in the model.
+    std::vector<uint64_t> by_role(roles_ ? roles_->factor.size() : 0, 0);
+    auto factor_of = [&](RoleId role) { return out.role_edited ? roles_->factor[role] : 1.0; };
+    auto tag = [&](AllocatorModel& model, uint64_t addr, RoleId role) {
+      if (!roles_) return;
+      ModelBlock* b = model.block_at(addr);
+      if (!b || b->state != ModelState::Allocated) return;
+      b->tag = role;
+      by_role[role] += b->size;
+    };
+    auto untag = [&](const AllocatorModel& model, uint64_t addr) {
+      if (!roles_) return;
+      const ModelBlock* b = model.block(addr);
+      if (b && b->state == ModelState::Allocated && b->tag < by_role.size()) by_role[b->tag] -= b->size;
+    };
     out.capacity = plan_capacity(plan);
     AllocatorModel m(spec.settings, true);  // no limit while the start state is seeded
     // New segments go where the recorded run put them while the sizes agree: ties in best
@@ -170,7 +205,9 @@ class Runner {
     m.set_segment_hints(segment_hints());
     size_t next_step = 1;
     FlatMap64<uint64_t> live;  // recorded address -> simulated address
-    out.start_blocks_moved = seed(m, live);
+    out.start_blocks_moved = seed(m, live, spec, factor_of, tag);
+    if (roles_) out.peak_allocated_by_role = by_role;
+    if (roles_ && roles_->peak_event == kWindowStart) out.by_role_at_recorded_peak = by_role;
     m.set_capacity(plan.front().capacity, plan.front().lower_bound);
     auto observe = [&] {
       const ModelTotals& t = m.totals();
@@ -180,7 +217,10 @@ class Runner {
         out.peak_reserved = m.peak_reserved();
         out.stranded_at_peak = m.stranded_at_peak();
       }
-      out.peak_allocated = std::max(out.peak_allocated, t.allocated);
+      if (t.allocated > out.peak_allocated) {
+        out.peak_allocated = t.allocated;
+        if (roles_) out.peak_allocated_by_role = by_role;
+      }
     };
     observe();
     // The start state counts against the device: one that does not fit is an OOM before the
@@ -206,7 +246,11 @@ class Runner {
       switch (a) {
         case Action::Oom:  // the request that failed: if it fits here, its block stays (the run goes on holding it)
         case Action::Alloc: {
-          auto r = m.malloc_simulated(trace.size_at(i), trace[i].stream);
+          const RoleId role = roles_ && a == Action::Alloc ? roles_->event_role[i] : RoleId(Role::Unknown);
+          const double f = a == Action::Alloc ? factor_of(role) : 1.0;
+          if (f == 0) break;  // dropped: its alloc and its frees vanish (no live entry)
+          auto r =
+              m.malloc_simulated(f == 1 ? trace.size_at(i) : sim_scaled_request(trace.size_at(i), f), trace[i].stream);
           if (probe && a == Action::Alloc) compare_alloc(*probe, m, i, r.addr);
           out.unplaced += r.unplaced;
           if (!r.addr) {
@@ -215,15 +259,22 @@ class Runner {
             if (stop_at_oom) return finish(out, m);
           } else if (a == Action::Alloc) {
             if (auto [slot, added] = live.try_emplace(trace.addr_at(i), *r.addr); !added) *slot = *r.addr;
+            tag(m, *r.addr, role);
+          } else {
+            tag(m, *r.addr, RoleId(Role::Unknown));  // a failed request served here: no block of the trace
           }
           break;
         }
         case Action::FreeRequested:
-          if (const uint64_t* sim = live.find(trace.addr_at(i))) m.free_requested(*sim);
+          if (const uint64_t* sim = live.find(trace.addr_at(i))) {
+            untag(m, *sim);
+            m.free_requested(*sim);
+          }
           break;
         case Action::FreeCompleted:
         case Action::Free:
           if (uint64_t* sim = live.find(trace.addr_at(i))) {
+            untag(m, *sim);
             m.free_completed(*sim);
             live.erase_found(sim);
           }
@@ -260,6 +311,7 @@ class Runner {
       if (probe)
         while (probe->segment_events.size() < m.segment_sizes().size()) probe->segment_events.push_back(i);
       observe();
+      if (roles_ && i == roles_->peak_event) out.by_role_at_recorded_peak = by_role;
     }
     return finish(out, m);
   }
@@ -315,7 +367,8 @@ class Runner {
   // The state alive when the window opens, where the trace says it was: segments, then each
   // live block inside its segment. A block that cannot go there (a trace the replay could not
   // follow) is allocated by the model, never dropped; returns how many were.
-  uint64_t seed(AllocatorModel& m, FlatMap64<uint64_t>& live) const {
+  template <class FactorOf, class Tag>
+  uint64_t seed(AllocatorModel& m, FlatMap64<uint64_t>& live, const RunSpec& spec, FactorOf factor_of, Tag tag) const {
     ReplayedState start = replay_.state_at_start();
     for (const auto& seg : start.device.segments)
       m.add_segment(seg.address, seg.total_size,
@@ -326,15 +379,25 @@ class Runner {
     for (uint32_t id = 0; id < n; ++id) {
       const LiveRange r = replay_.range(id);
       const ModelState state = r.pending_at_start ? ModelState::Pending : ModelState::Allocated;
-      if (m.place(r.addr, r.size, state)) {
+      const RoleId role = roles_ ? roles_->start_role[id] : RoleId(Role::Unknown);
+      const double f = factor_of(role);
+      if (f == 0) continue;  // dropped: never placed, its frees vanish
+      // Scaled: its request F times as large, rounded as the allocator rounds it, in its place.
+      const snapshot::AllocatorSettings rounding = spec.settings.as_allocator_settings();
+      const uint64_t size = f == 1 ? r.size : rules::round_size(sim_scaled_request(r.requested, f), rounding);
+      if (m.place(r.addr, size, state)) {
         live.try_emplace(r.addr, r.addr);
+        tag(m, r.addr, role);
         continue;
       }
       ++moved;
-      auto got = m.malloc_simulated(r.size, stream_at(start.device, r.addr));
+      auto got = m.malloc_simulated(f == 1 ? r.size : size, stream_at(start.device, r.addr));
       if (!got.addr) continue;  // not even without a limit: an impossible size, counted as moved
       live.try_emplace(r.addr, *got.addr);
-      if (r.pending_at_start) m.free_requested(*got.addr);
+      if (r.pending_at_start)
+        m.free_requested(*got.addr);
+      else
+        tag(m, *got.addr, role);
     }
     return moved;
   }
@@ -351,6 +414,7 @@ class Runner {
   const Replay& replay_;
   const std::vector<FreeBurst>& bursts_;
   bool mirror_retries_;
+  const SimRoleView* roles_;
 
  public:
   mutable std::vector<uint64_t> last_segments_;
@@ -428,6 +492,56 @@ std::vector<RunSpec> run_specs(const SimulateOptions& options, const ModelSettin
     specs.push_back(std::move(spec));
   }
   return specs;
+}
+
+// The roles of the blocks the runs allocate, and the factor of each edited role; checks the
+// edits' role names against the roles there are (built-in and --role names).
+SimRoleView sim_role_view(const Context& ctx, const Replay& replay, const SimulateOptions& options, Simulation& sim) {
+  RoleTable table(ctx, options.roles);
+  const Phases phases(ctx, table.stacks(), replay.device(), &replay);
+  const BlockRoles roles(table, replay, phases);
+  SimRoleView view;
+  view.factor.assign(table.size(), 1.0);
+  sim.role_names = table.names();
+  std::vector<bool> seen(table.size(), false);
+  for (const RoleEdit& e : options.role_edits) {
+    auto it = std::find(table.names().begin(), table.names().end(), e.role);
+    if (it == table.names().end()) {
+      std::string known;
+      for (int r = 0; r < kBuiltinRoles; ++r) known += std::string(r ? ", " : "") + to_string(Role(r));
+      throw UsageError(e.text + ": not a role (the roles: " + known + ", or a --role NAME)");
+    }
+    const size_t id = static_cast<size_t>(it - table.names().begin());
+    if (seen[id]) throw UsageError(e.text + ": the role '" + e.role + "' is scaled or dropped twice");
+    seen[id] = true;
+    view.factor[id] = e.factor;
+    sim.role_edits.push_back({e, 0, 0, 0, 0, 0});
+  }
+  const auto& trace = replay.device().trace;
+  const uint32_t first = replay.first_window_range(), n = static_cast<uint32_t>(replay.ranges().size());
+  if (replay.allocated_peak_at_window_start())
+    view.peak_event = kWindowStart;
+  else if (replay.peak_allocated())
+    view.peak_event = replay.peak_allocated()->event;
+  view.event_role.assign(trace.size(), RoleId(Role::Unknown));
+  view.start_role.assign(first, RoleId(Role::Unknown));
+  std::vector<uint64_t> blocks(table.size(), 0), start_blocks(table.size(), 0);
+  for (uint32_t id = 0; id < n; ++id) {
+    const RoleId role = roles.of(id);
+    ++blocks[role];
+    if (id < first) ++start_blocks[role];
+    if (id < first)
+      view.start_role[id] = role;
+    else if (const uint32_t b = replay.begin_of(id); b < trace.size() && trace.action_at(b) == Action::Alloc)
+      view.event_role[b] = role;
+  }
+  for (RoleEditResult& r : sim.role_edits) {
+    const size_t id =
+        size_t(std::find(table.names().begin(), table.names().end(), r.edit.role) - table.names().begin());
+    r.blocks = blocks[id];
+    r.start_blocks = start_blocks[id];
+  }
+  return view;
 }
 
 // The fidelity run against the trace; the first divergence is the earliest event where an
@@ -549,7 +663,19 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
   // --capacity applies to every run; else the device as the recorded run saw it.
   const CapacityPlan plan = options.capacity ? constant(options.capacity) : recorded_plan(replay);
 
-  Runner runner(ctx, replay, bursts, !known);
+  // What-if by role: the roles of every block, a run with the recorded settings and the edits,
+  // and the edits in every --set run.
+  std::optional<SimRoleView> role_view;
+  std::vector<RunSpec> all_specs = specs;
+  if (!options.role_edits.empty()) {
+    role_view = sim_role_view(ctx, replay, options, sim);
+    std::string label;
+    for (const RoleEdit& e : options.role_edits) label += (label.empty() ? "" : " ") + e.text;
+    RunSpec edited{label, recorded_settings, true};
+    for (size_t k = 1; k < all_specs.size(); ++k) all_specs[k].role_edits = true;
+    all_specs.insert(all_specs.begin() + 1, edited);
+  }
+  Runner runner(ctx, replay, bursts, !known, role_view ? &*role_view : nullptr);
   // Fidelity: the recorded settings on the recorded device (with --capacity, a run of its own).
   Probe probe;
   for (const auto& seg : replay.state_at_start().device.segments)
@@ -560,14 +686,34 @@ Simulation simulate(const Context& ctx, const Replay& replay, const SimulateOpti
     faithful = recorded_device.run(specs.front(), recorded_plan(replay), false, &probe);
     sim.fidelity = fidelity(rec, *faithful, recorded_segments, recorded_device.last_segments_, probe);
   }
-  for (const RunSpec& spec : specs) {
-    const bool first = &spec == &specs.front();
-    SimRun r = runner.run(spec, plan, false, first && !faithful ? &probe : nullptr);
+  for (const RunSpec& spec : all_specs) {
+    const bool first = &spec == &all_specs.front();
+    // A run with role edits is compared with the recorded layout too: scaling by 1 changes nothing.
+    Probe edited_probe;
+    Probe* p = first && !faithful ? &probe : spec.role_edits ? &edited_probe : nullptr;
+    if (spec.role_edits) {
+      edited_probe.ranges.clear();
+      for (const auto& seg : replay.state_at_start().device.segments)
+        if (seg.expandable) map_range(edited_probe.ranges, seg.address, seg.total_size);
+    }
+    SimRun r = runner.run(spec, plan, false, p);
     if (first && !faithful) sim.fidelity = fidelity(rec, r, recorded_segments, runner.last_segments_, probe);
+    if (spec.role_edits) r.layout = fidelity(rec, r, recorded_segments, runner.last_segments_, edited_probe);
     if (options.min_capacity) r.min_capacity = min_capacity(runner, spec);
     sim.gc_ignored = sim.gc_ignored || spec.settings.garbage_collection_threshold > 0;
     sim.runs.push_back(std::move(r));
   }
+  if (role_view && sim.runs.size() > 1)
+    for (size_t k = 0; k < sim.role_edits.size(); ++k) {
+      const auto& names = sim.role_names;
+      const size_t id = size_t(std::find(names.begin(), names.end(), sim.role_edits[k].edit.role) - names.begin());
+      const auto& before = sim.runs[0].peak_allocated_by_role;
+      const auto& after = sim.runs[1].peak_allocated_by_role;
+      sim.role_edits[k].peak_before = id < before.size() ? before[id] : 0;
+      sim.role_edits[k].peak_after = id < after.size() ? after[id] : 0;
+      const auto& at = sim.runs[1].by_role_at_recorded_peak;
+      sim.role_edits[k].at_recorded_peak_after = id < at.size() ? at[id] : 0;
+    }
   if (!replay.consistent())
     sim.fidelity.replay_divergence_event = replay.first_mismatch()->event;
   else if (replay.layout_check().first_unfollowed_event)

@@ -41,6 +41,11 @@ void run_simulate(const SimulateRequest& request, const report::TextStyle& style
   analysis::SimulateOptions options;
   options.sets = request.sets;
   options.min_capacity = request.min_capacity;
+  // Bad values are one-line usage errors (exit 2) before the file is read; role names are
+  // checked against the file's roles.
+  for (const auto& r : request.roles) options.roles.user.push_back(analysis::parse_role_rule(r));
+  for (const auto& v : request.scales) options.role_edits.push_back(analysis::parse_role_scale(v));
+  for (const auto& v : request.drops) options.role_edits.push_back(analysis::parse_role_drop(v));
   if (!request.capacity.empty()) {
     auto v = parse_size(request.capacity);
     if (!v || *v == 0 || *v > (uint64_t{1} << 50))

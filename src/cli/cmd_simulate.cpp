@@ -27,6 +27,20 @@ void add_simulate(CLI::App& app) {
       ->option_text("SIZE");
   cmd->add_flag("--min-capacity", args->min_capacity,
                 "Find by bisection the smallest device (2 MiB steps) on which each run would not fail");
+  cmd->add_option("--scale", args->scales,
+                  "What if every block of ROLE were F times as large (repeatable): its traced allocations and "
+                  "its blocks alive when the window opens, e.g. activation:0.5 (about half the micro-batch), "
+                  "optimizer_state:0.125 (sharded over 8 ranks), parameter:0.5 (bf16 weights); an estimate: "
+                  "one run of its own, and applied in every --set run")
+      ->option_text("ROLE:F");
+  cmd->add_option("--drop", args->drops,
+                  "What if the blocks of ROLE were never allocated (repeatable): their allocations and frees "
+                  "vanish; an estimate, like --scale")
+      ->option_text("ROLE");
+  cmd->add_option("--role", args->roles,
+                  "A role of your own for --scale/--drop: blocks whose allocation stack has a frame matching "
+                  "GLOB (file:line:function, the file, or the function) are NAME (repeatable; first match wins)")
+      ->option_text("NAME=GLOB");
   cmd->callback([args] { app::run_simulate(*args, text_style(args->common)); });
 }
 

@@ -83,6 +83,38 @@ Json run_json(const SimRun& r) {
                            : Json(nullptr)}};
 }
 
+// A factor as the user wrote it: 0.5, 0.125, 2.
+std::string factor_text(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return buf;
+}
+
+// The words for a role id: the built-in roles' words, a --role name as it is.
+std::string role_name_words(const std::string& role) {
+  for (int r = 0; r < analysis::kBuiltinRoles; ++r)
+    if (role == analysis::to_string(analysis::Role(r))) return analysis::role_words(analysis::Role(r));
+  return term(role, 64);
+}
+
+Json fidelity_json(const analysis::Fidelity& f) {
+  return {
+      {"identical", f.identical()},
+      {"segments_recorded", f.segments_recorded},
+      {"segments_simulated", f.segments_simulated},
+      {"segments_matching", f.segments_matching},
+      {"peak_reserved_equal", f.peak_reserved_equal},
+      {"oom_equal", f.oom_equal},
+      {"allocs_compared", f.allocs_compared},
+      {"allocs_matching", f.allocs_matching},
+      {"peak_allocated_equal", f.peak_allocated_equal},
+      {"compared_nothing", f.compared_nothing()},
+      {"first_divergence", f.first_divergence.empty() && !f.first_divergence_event
+                               ? Json(nullptr)
+                               : Json{{"event_index", opt(f.first_divergence_event)}, {"what", f.first_divergence}}},
+      {"replay_divergence_event", opt(f.replay_divergence_event)}};
+}
+
 std::string fidelity_line(const Simulation& sim) {
   const auto& f = sim.fidelity;
   if (f.compared_nothing())
@@ -137,6 +169,32 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
         "garbage_collection_threshold changes nothing here: PyTorch collects only when a memory fraction is set "
         "(set_per_process_memory_fraction), which a snapshot does not record");
   para(fidelity_line(sim));
+  if (!sim.role_edits.empty() && sim.runs.size() > 1) {
+    std::string what;
+    for (const auto& e : sim.role_edits)
+      what += std::string(what.empty() ? "" : ", ") + role_name_words(e.edit.role) +
+              (e.edit.factor == 0 ? " dropped" : " x" + factor_text(e.edit.factor));
+    para("what-if by role, an ESTIMATE: [1] is the recorded settings with " + what +
+         (sim.runs.size() > 2 ? " (every --set run too)" : std::string()) +
+         ". Every block of the role is scaled uniformly (its request, rounded as the allocator rounds it) or "
+         "dropped with its frees; the real change would also move other roles (a smaller batch shrinks the "
+         "inputs too; sharding adds communication buffers).");
+    uint64_t start_blocks = 0;
+    for (const auto& e : sim.role_edits) {
+      para(role_name_words(e.edit.role) + " (" + with_commas(e.blocks) + " blocks): " + human_bytes(e.peak_before) +
+           " at the peak allocated as recorded; in [1] " + human_bytes(e.at_recorded_peak_after) + " at that event, " +
+           human_bytes(e.peak_after) + " at its own peak");
+      start_blocks += e.start_blocks;
+    }
+    // Blocks alive before the window change in the segments the trace shows them in.
+    if (start_blocks)
+      para(with_commas(start_blocks) +
+           " of those blocks were alive when the window opened: they shrink or go where they were, in segments "
+           "the runs keep (" +
+           human_bytes(sim.start_reserved) +
+           " reserved then), so their bytes stay reserved, free (stranded) rather than returned; read the peak "
+           "allocated");
+  }
   if (sim.ends_at_oom)
     para("the recorded run ran out of memory at event " + with_commas(sim.recorded.oom->event_index) +
          " and the trace holds no allocation after its last OOM: every run covers only the recorded part of "
@@ -212,22 +270,30 @@ void write_simulate_text(std::ostream& out, const Source& src, const Simulation&
 void write_simulate_json(std::ostream& out, const Source& src, const Simulation& sim) {
   Json runs = Json::array();
   for (const auto& r : sim.runs) runs.push_back(run_json(r));
-  const auto& f = sim.fidelity;
-  runs[0]["fidelity"] = {
-      {"identical", f.identical()},
-      {"segments_recorded", f.segments_recorded},
-      {"segments_simulated", f.segments_simulated},
-      {"segments_matching", f.segments_matching},
-      {"peak_reserved_equal", f.peak_reserved_equal},
-      {"oom_equal", f.oom_equal},
-      {"allocs_compared", f.allocs_compared},
-      {"allocs_matching", f.allocs_matching},
-      {"peak_allocated_equal", f.peak_allocated_equal},
-      {"compared_nothing", f.compared_nothing()},
-      {"first_divergence", f.first_divergence.empty() && !f.first_divergence_event
-                               ? Json(nullptr)
-                               : Json{{"event_index", opt(f.first_divergence_event)}, {"what", f.first_divergence}}},
-      {"replay_divergence_event", opt(f.replay_divergence_event)}};
+  runs[0]["fidelity"] = fidelity_json(sim.fidelity);
+  // What-if by role: fields added only when --scale / --drop were given.
+  Json role_edits = Json::array();
+  if (!sim.role_edits.empty()) {
+    for (size_t k = 0; k < sim.runs.size(); ++k) {
+      const SimRun& r = sim.runs[k];
+      Json by_role = Json::object();
+      for (size_t id = 0; id < sim.role_names.size() && id < r.peak_allocated_by_role.size(); ++id)
+        by_role[sim.role_names[id]] = r.peak_allocated_by_role[id];
+      runs[k]["role_edited"] = r.role_edited;
+      runs[k]["peak_allocated_by_role"] = std::move(by_role);
+      runs[k]["layout_vs_recorded"] = r.layout ? fidelity_json(*r.layout) : Json(nullptr);
+    }
+    for (const auto& e : sim.role_edits)
+      role_edits.push_back({{"role", e.edit.role},
+                            {"factor", e.edit.factor},
+                            {"dropped", e.edit.factor == 0},
+                            {"option", e.edit.text},
+                            {"blocks", e.blocks},
+                            {"start_blocks", e.start_blocks},
+                            {"peak_before_bytes", e.peak_before},
+                            {"peak_after_bytes", e.peak_after},
+                            {"at_recorded_peak_after_bytes", e.at_recorded_peak_after}});
+  }
   Json doc = {{"schema_version", 1},
               {"tool", {{"name", "memsnap"}, {"version", kVersion}}},
               {"input", detail::input_json(src.input, src.context.snap)},
@@ -245,6 +311,12 @@ void write_simulate_json(std::ostream& out, const Source& src, const Simulation&
               {"recorded", run_json(sim.recorded)},
               {"runs", std::move(runs)},
               {"min_capacity_bytes", opt(sim.runs.front().min_capacity)}};
+  if (!sim.role_edits.empty()) {
+    doc["role_edits"] = std::move(role_edits);
+    doc["role_edits_estimate"] =
+        "an estimate: every block of the role scaled uniformly (or dropped); the real change would also move "
+        "other roles (a smaller batch shrinks the inputs too; sharding adds communication buffers)";
+  }
   detail::add_site_context(doc, src.context.sites);
   detail::write_json(out, doc);
 }

@@ -25,15 +25,36 @@
 
 #include "memsnap/analysis/allocator_model.hpp"
 #include "memsnap/analysis/replay.hpp"
+#include "memsnap/analysis/roles.hpp"
 #include "memsnap/analysis/sites.hpp"
 
 namespace memsnap::analysis {
+
+/// What-if by role: `--scale ROLE:F` (factor F) or `--drop ROLE` (factor 0). Every traced alloc
+/// of a block with that role (roles.hpp), and every block of it live when the window opens, is
+/// F times its request (rounded as the allocator rounds requests: 512 B, and
+/// roundup_power2_divisions) or is gone, its frees with it. An estimate: the sizes scale
+/// uniformly, where the real change (a smaller batch, sharded optimizer state) would move other
+/// roles too.
+struct RoleEdit {
+  std::string role;
+  double factor = 1;  // 0: dropped
+  std::string text;   // the option as given ("--scale activation:0.5"), for messages
+};
+/// The largest --scale factor taken.
+inline constexpr double kMaxRoleScale = 1000;
+/// Parses the value of --scale (ROLE:F, 0 < F <= kMaxRoleScale) or --drop (ROLE); throws
+/// UsageError naming the option. The role name is checked by simulate(), against the roles.
+RoleEdit parse_role_scale(const std::string& value);
+RoleEdit parse_role_drop(const std::string& value);
 
 struct SimulateOptions {
   std::vector<std::string> sets;     // "KEY:VALUE", one run each
   std::optional<uint64_t> capacity;  // the device size to try; default: the recorded one
   std::string capacity_note;         // how --capacity was read, when a reader could misread it
   bool min_capacity = false;
+  std::vector<RoleEdit> role_edits;  // --scale / --drop: a run of their own, and every --set run
+  RoleRules roles;                   // --role NAME=GLOB
 };
 
 struct SimOom {
@@ -50,23 +71,6 @@ struct SimNeed {
   uint32_t event_index = 0;
   uint64_t reserved_bytes = 0;  // what the run holds there
   uint64_t shown_bytes = 0;     // the most the trace shows the device held
-};
-
-struct SimRun {
-  std::string label;  // "recorded", "as recorded" or the --set text
-  ModelSettings settings;
-  std::optional<uint64_t> capacity;  // nullopt: no limit known
-  uint64_t peak_reserved = 0, peak_allocated = 0;
-  uint64_t stranded_at_peak = 0;  // free bytes inside segments that hold live blocks, at the reserved peak
-  double fragmentation_at_peak = 0;
-  uint64_t segment_allocs = 0, segment_frees = 0, retries = 0;
-  uint64_t ooms = 0;
-  std::optional<SimOom> oom;                         // the first
-  std::optional<SimNeed> need;                       // the first event that needs more than the trace shows
-  std::optional<uint64_t> reserved_at_recorded_oom;  // right after the recorded run's first OOM event
-  std::optional<uint64_t> min_capacity;
-  uint64_t start_blocks_moved = 0;  // start blocks the model could not put where the trace says
-  uint64_t unplaced = 0;            // requests not served though there was room (counted as OOMs)
 };
 
 // The run with the recorded settings and device against the trace: every alloc's place (its
@@ -88,6 +92,40 @@ struct Fidelity {
   }
 };
 
+struct SimRun {
+  std::string label;  // "recorded", "as recorded" or the --set text
+  ModelSettings settings;
+  std::optional<uint64_t> capacity;  // nullopt: no limit known
+  uint64_t peak_reserved = 0, peak_allocated = 0;
+  uint64_t stranded_at_peak = 0;  // free bytes inside segments that hold live blocks, at the reserved peak
+  double fragmentation_at_peak = 0;
+  uint64_t segment_allocs = 0, segment_frees = 0, retries = 0;
+  uint64_t ooms = 0;
+  std::optional<SimOom> oom;                         // the first
+  std::optional<SimNeed> need;                       // the first event that needs more than the trace shows
+  std::optional<uint64_t> reserved_at_recorded_oom;  // right after the recorded run's first OOM event
+  std::optional<uint64_t> min_capacity;
+  uint64_t start_blocks_moved = 0;  // start blocks the model could not put where the trace says
+  uint64_t unplaced = 0;            // requests not served though there was room (counted as OOMs)
+  // With role edits: whether this run applies them, its allocated bytes by role id at its peak
+  // allocated, and its layout against the recorded one (a run that scales by 1 is the recorded run).
+  bool role_edited = false;
+  std::vector<uint64_t> peak_allocated_by_role;
+  std::vector<uint64_t> by_role_at_recorded_peak;  // right after the recorded run's peak allocated event
+  std::optional<Fidelity> layout;
+};
+
+/// One role's edit and its bytes at the peak allocated: of the as-recorded run (before) and of
+/// the run with the recorded settings and every edit (after: at its own peak, and at the event
+/// of the recorded peak).
+struct RoleEditResult {
+  RoleEdit edit;
+  uint64_t peak_before = 0, peak_after = 0;
+  uint64_t at_recorded_peak_after = 0;
+  uint64_t blocks = 0;        // traced allocs and window-start blocks of the role
+  uint64_t start_blocks = 0;  // of those, alive when the window opens (changed in their recorded segments)
+};
+
 struct Simulation {
   int device = 0;
   bool starts_mid_run = false;
@@ -103,6 +141,8 @@ struct Simulation {
   uint64_t explicit_empty_cache = 0;  // recorded torch.cuda.empty_cache() calls (by their stacks), made in every run
   uint64_t other_flushes = 0;         // other recorded flushes not forced by a failed cudaMalloc, made in every run
   bool gc_ignored = false;            // a run sets garbage_collection_threshold, which needs a memory fraction
+  std::vector<RoleEditResult> role_edits;  // in the order given
+  std::vector<std::string> role_names;     // by role id, when role edits were made
 };
 
 /// Throws UsageError for a setting it cannot parse or an absurd capacity.

@@ -17,6 +17,9 @@ struct SimulateRequest {
   std::vector<std::string> sets;
   std::string capacity;
   bool min_capacity = false;
+  std::vector<std::string> scales;  // --scale ROLE:F, repeatable
+  std::vector<std::string> drops;   // --drop ROLE, repeatable
+  std::vector<std::string> roles;   // --role NAME=GLOB, repeatable
 };
 /// The simulated runs of one device (--device, else the first OOM, else the largest) on stdout
 /// or `into`.
