@@ -66,6 +66,7 @@ void assign_roles(const Context& ctx, const snapshot::Device& d, const Replay* r
     BlockRoles roles(table, *replay, phases);
     dr.from_trace = true;
     dr.phases_from_annotations = phases.from_annotations();
+    dr.never_zeroed = gradients_never_zeroed(ctx, table.stacks(), d, *replay, phases);
     uint32_t last = static_cast<uint32_t>(d.trace.size() - 1);
     dr.dump = roles.at(out.at ? out.at->event_index : last);
     dr.dump.phase.reset();

@@ -25,7 +25,7 @@ struct KindName {
 };
 
 // The stable JSON strings: scripts match on them, so they never change.
-constexpr std::array<KindName, 23> kKindNames{{
+constexpr std::array<KindName, 24> kKindNames{{
     {FindingKind::OomFragmentation, "oom_fragmentation"},
     {FindingKind::OomSegmentRounding, "oom_segment_rounding"},
     {FindingKind::OomLeak, "oom_leak"},
@@ -39,6 +39,7 @@ constexpr std::array<KindName, 23> kKindNames{{
     {FindingKind::GrowthUnattributed, "growth_unattributed"},
     {FindingKind::ActivationsKeptWithoutBackward, "activations_kept_without_backward"},
     {FindingKind::StaleGradientsAtPeak, "stale_gradients_at_peak"},
+    {FindingKind::GradientsNeverZeroed, "gradients_never_zeroed"},
     {FindingKind::KvCacheReserved, "kv_cache_reserved"},
     {FindingKind::CacheFlushRetry, "cache_flush_retry"},
     {FindingKind::EmptyCacheInLoop, "empty_cache_in_loop"},
@@ -167,6 +168,8 @@ void add_role_findings(std::vector<Finding>& f, const DeviceAnalysis& d, const F
       double(r.peak->stale_gradients) >= t.stale_gradient_share * double(d.peaks.allocated->allocated_bytes))
     f.push_back({FindingKind::StaleGradientsAtPeak, d.memory_pressure ? Severity::Warning : Severity::Info,
                  r.peak->stale_gradients, 0});
+  // The backward adds into gradients that outlived the last step: nothing zeroes them.
+  if (r.never_zeroed) f.push_back({FindingKind::GradientsNeverZeroed, Severity::Warning, r.never_zeroed->bytes, 0});
   // A serving engine's KV cache, reserved up front: its size is the engine's setting.
   if (r.dump.by_role.bytes.size() > size_t(Role::KvCache)) {
     uint64_t kv = r.dump.by_role.bytes[size_t(Role::KvCache)];

@@ -385,6 +385,14 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
     d["phases_source"] = !a.roles.from_trace               ? Json(nullptr)
                          : a.roles.phases_from_annotations ? Json("annotations")
                                                            : Json("stacks");
+    // gradients the backward added into with no zero_grad in the window (null: none seen)
+    if (const auto& g = a.roles.never_zeroed)
+      d["gradients_never_zeroed"] = {{"gradients", g->gradients},
+                                     {"bytes", g->bytes},
+                                     {"first_event", g->first_event},
+                                     {"across_a_step", g->across_a_step}};
+    else
+      d["gradients_never_zeroed"] = nullptr;
     std::map<std::pair<int, uint64_t>, Json> groups;  // (pool, stream), private pools folded in
     for (const auto& p : t.pools) {
       Json& g = groups[{int(p.pool), p.stream}];

@@ -191,6 +191,26 @@ Words role_finding_words(const Finding& f, const DeviceAnalysis& d) {
         human_bytes(f.bytes) + " (" + pct(f.bytes, p.allocated_bytes) + " of the peak).";
     return w;
   }
+  if (f.kind == FindingKind::GradientsNeverZeroed) {
+    const auto& g = *d.roles.never_zeroed;
+    w.message =
+        "The backward at event " + with_commas(g.first_event) + " adds into " + with_commas(g.gradients) +
+        " gradients that already exist (" + human_bytes(g.bytes) +
+        ": AccumulateGrad frees each incoming gradient after adding it to .grad), and no zero_grad "
+        "runs in the window" +
+        (g.across_a_step ? std::string(", though an optimizer step ran between two backward passes") : std::string()) +
+        ". Each parameter's gradient then sums every step so far: each optimizer step after the "
+        "first updates with the wrong gradient (a correctness bug, not only memory), and the "
+        "gradients stay allocated through every forward." +
+        (g.across_a_step ? std::string()
+                         : std::string(" (If you accumulate over micro-batches on purpose, this is "
+                                       "expected until the step: zero them after each step.)"));
+    w.advice =
+        "Call optimizer.zero_grad(set_to_none=True) once per step, before the forward or right after "
+        "optimizer.step(): each update then uses its own step's gradients, and " +
+        human_bytes(g.bytes) + " is free during the forward.";
+    return w;
+  }
   // KvCacheReserved
   std::string where;
   for (const auto& rw : d.roles.dump_where)
@@ -609,6 +629,7 @@ Words finding_words(const Finding& f, const DeviceAnalysis& d, const snapshot::A
     case FindingKind::GrowthUnattributed: return growth_words(f, d);
     case FindingKind::ActivationsKeptWithoutBackward: return one_pass_words(f, d);
     case FindingKind::StaleGradientsAtPeak:
+    case FindingKind::GradientsNeverZeroed:
     case FindingKind::KvCacheReserved: return role_finding_words(f, d);
     case FindingKind::StrandedFreeMemory: return stranded_words(a, expandable, d.memory_pressure);
     case FindingKind::FragmentedPool:

@@ -85,6 +85,51 @@ if os.path.exists(os.path.join(REAL, YI)):
     check(YI + ": the finding's fix is the same", oomf and oomf[0]["advice"] == adv, repr(oomf))
 
 
+# bcrafton's loop never calls zero_grad: its backward adds into every parameter's .grad. Counted
+# here from the pickle: frees in AccumulateGrad frames of blocks not allocated there, less the
+# allocs in AccumulateGrad (a clone into a .grad that was None). Files whose loops zero their
+# gradients, or whose AccumulateGrad only clones (Wedsonlin), raise nothing.
+def accumulated(path):
+    with open(path, "rb") as fh:
+        s = pickle.load(fh)
+    if not isinstance(s, dict) or not s.get("device_traces") or not s["device_traces"][0]:
+        return None
+    ann = [a["name"] for a in s.get("external_annotations", [])]
+    if any(n.startswith("Optimizer.zero_grad") for n in ann):
+        return None
+    live, frees, allocs, fbytes, abytes = {}, 0, 0, 0, 0
+    for e in s["device_traces"][0]:
+        acc = any("AccumulateGrad" in f["name"] for f in e.get("frames", []))
+        if e["action"] == "alloc":
+            live[e["addr"]] = acc
+            if acc:
+                allocs, abytes = allocs + 1, abytes + e["size"]
+        elif e["action"] == "free_requested" and acc and not live.get(e["addr"], False):
+            frees, fbytes = frees + 1, fbytes + e["size"]
+    return (frees - allocs, fbytes - abytes) if frees > allocs else None
+
+
+BC = "bcrafton__assignment2-systems__memory_snapshot.pickle"
+for name in (BC, NH, "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle"):
+    path = os.path.join(REAL, name)
+    if not os.path.exists(path):
+        continue
+    want = accumulated(path)
+    check(name + ": bcrafton is the one that adds into .grad", (want is not None) == (name == BC), repr(want))
+    doc = analyze(path)
+    if not doc:
+        continue
+    d = doc["devices"][0]
+    g = d.get("gradients_never_zeroed")
+    f = [x for x in d["findings"] if x["kind"] == "gradients_never_zeroed"]
+    check(name + ": finding iff the pickle shows it", len(f) == (1 if want else 0), repr(g))
+    if want and g:
+        check(name + ": gradients", g["gradients"] == want[0], "%r vs %r" % (g, want))
+        check(name + ": bytes", g["bytes"] == want[1], "%r vs %r" % (g, want))
+        check(name + ": one step in the window: micro-batch caveat", not g["across_a_step"] and f and
+              "micro-batches on purpose" in f[0]["message"], repr(f))
+
+
 def agrees(adv, by_role, total):
     b = lambda *rs: sum(by_role.get(r, 0) for r in rs)
     if adv.startswith("Activations hold"):

@@ -33,6 +33,7 @@ enum class FindingKind : uint8_t {
   // roles (issue 54)
   StaleGradientsAtPeak,  // the previous step's gradients live through the forward at the peak
   KvCacheReserved,       // a serving engine's KV cache holds much of the device (dump)
+  GradientsNeverZeroed,  // backward adds into every step's .grad: zero_grad never runs
   // churn: memory returned to CUDA only to be asked for again
   CacheFlushRetry,
   EmptyCacheInLoop,
