@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "memsnap/analysis/dump_roles.hpp"
 #include "memsnap/analysis/slice.hpp"
 #include "memsnap/app/output.hpp"
 #include "memsnap/report/export.hpp"
@@ -118,6 +119,8 @@ void run_export(const ExportRequest& args) {
   ExportFormat format = resolve_format(args);
   if (format == ExportFormat::Pickle && args.output == "-" && isatty(STDOUT_FILENO))
     throw Failure("refusing to write a pickle to a terminal: use -o FILE or redirect the output", kBadInput);
+  analysis::RoleRules role_rules;
+  for (const auto& r : args.roles) role_rules.user.push_back(analysis::parse_role_rule(r));  // exit 2 if bad
   io::OutputFile output = open_output(args.output, {args.file});
   CommonOptions common;
   common.max_memory = args.max_memory;
@@ -135,11 +138,17 @@ void run_export(const ExportRequest& args) {
     write_perfetto(output, loaded, snap, shown, args);
     return;
   }
+  // Each block's role, as analyze counts it on the file written (the window's, when cut).
+  report::ExportRoles roles;
+  {
+    analysis::Context ctx(snap, code_rules());
+    for (const auto& d : snap.devices) roles.push_back(analysis::dump_roles(ctx, d, role_rules));
+  }
   write_output(output, [&](std::ostream& out) {
     if (format == ExportFormat::Json)
-      report::write_snapshot_json(out, snap);
+      report::write_snapshot_json(out, snap, &roles);
     else
-      report::write_snapshot_pickle(out, snap);
+      report::write_snapshot_pickle(out, snap, &roles);
   });
   if (!output.is_stdout() && !args.quiet) say_exported(args, format, snap, output);
 }

@@ -41,6 +41,11 @@ void add_export_options(CLI::App& cmd, app::ExportRequest& args) {
   cmd.add_option("--iteration-marker", args.iteration_marker,
                  "perfetto: where iterations start (as for analyze; default: detected)")
       ->option_text("NAME");
+  cmd.add_option("--role", args.roles,
+                 "A role of your own for each block's `role` key: blocks whose allocation stack has a frame "
+                 "matching GLOB (file:line:function, the file, or the function) are NAME (repeatable, as for "
+                 "analyze)")
+      ->option_text("NAME=GLOB");
   add_max_memory_option(cmd, args.max_memory);
   add_max_output_option(cmd, args.max_output);
   add_quiet_option(cmd, args.quiet);

@@ -44,7 +44,7 @@ enum class Shared : uint8_t { Frame, Stack };
 template <class W>
 class Render {
  public:
-  Render(W& w, const snapshot::Snapshot& s) : w_(w), s_(s) {}
+  Render(W& w, const snapshot::Snapshot& s, const ExportRoles* roles) : w_(w), s_(s), roles_(roles) {}
 
   void document() {
     w_.begin_dict();
@@ -131,13 +131,17 @@ class Render {
           w_.end_tuple();
           break;
         case "frames"_w: stack(seg.stack); break;
-        default: block_list(blocks); break;  // "blocks"
+        default: block_list(d, blocks); break;  // "blocks"
       }
     });
     w_.end_dict();
   }
 
-  void block_list(std::span<const snapshot::Block> blocks) {
+  void block_list(const snapshot::Device& d, std::span<const snapshot::Block> blocks) {
+    // This device's roles, when given (by the device's position in the snapshot).
+    const analysis::DumpRoles* roles = nullptr;
+    if (const auto pos = static_cast<size_t>(&d - s_.devices.data()); roles_ && pos < roles_->size())
+      roles = &(*roles_)[pos];
     w_.begin_list();
     for (const auto& b : blocks) {
       w_.begin_dict();
@@ -151,9 +155,20 @@ class Render {
           default: stack(b.is_active() ? b.stack : StackId{0}); break;  // "frames"
         }
       });
+      if (roles) block_role(*roles, static_cast<size_t>(&b - d.blocks.data()));
       w_.end_dict();
     }
     w_.end_list();
+  }
+
+  // memsnap's keys of an active block: its role, and the phase its alloc ran in when known.
+  void block_role(const analysis::DumpRoles& roles, size_t k) {
+    if (k >= roles.role.size() || roles.role[k] == analysis::DumpRoles::kNone) return;
+    w_.key_text("role");
+    w_.text(roles.names.at(roles.role[k]));
+    if (roles.phase[k] == analysis::DumpRoles::kNone) return;
+    w_.key_text("phase");
+    w_.text(analysis::to_string(analysis::Phase(roles.phase[k])));
   }
 
   // How a field is written: from the table (a plain field from its member, an optional one
@@ -268,6 +283,7 @@ class Render {
 
   W& w_;
   const snapshot::Snapshot& s_;
+  const ExportRoles* roles_;
 };
 
 // ---- JSON --------------------------------------------------------------------------------
@@ -439,15 +455,15 @@ class PickleSink {
 
 }  // namespace
 
-void write_snapshot_json(std::ostream& out, const snapshot::Snapshot& snap) {
+void write_snapshot_json(std::ostream& out, const snapshot::Snapshot& snap, const ExportRoles* roles) {
   JsonSink sink(out);
-  Render<JsonSink>(sink, snap).document();
+  Render<JsonSink>(sink, snap, roles).document();
   sink.finish();
 }
 
-void write_snapshot_pickle(std::ostream& out, const snapshot::Snapshot& snap) {
+void write_snapshot_pickle(std::ostream& out, const snapshot::Snapshot& snap, const ExportRoles* roles) {
   PickleSink sink(out, snap);
-  Render<PickleSink>(sink, snap).document();
+  Render<PickleSink>(sink, snap, roles).document();
   sink.finish();
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "memsnap/analysis/slice.hpp"
 #include "memsnap/app/load.hpp"
@@ -22,6 +23,7 @@ struct ExportRequest {
   analysis::SliceOptions window;
   size_t points = 20000;  // perfetto: counter samples per device and series
   std::string iteration_marker;
+  std::vector<std::string> roles;  // --role NAME=GLOB: each block's `role` as analyze names it
 };
 /// The export written to `output` (refused to a terminal for a pickle, bounded by --max-output).
 void run_export(const ExportRequest& request);

@@ -7,7 +7,7 @@
 //
 //   {"segments": [{device, address, total_size, allocated_size, active_size, requested_size,
 //                  stream, segment_type, segment_pool_id, is_expandable, frames,
-//                  blocks: [{address, size, requested_size, state, frames}]}],
+//                  blocks: [{address, size, requested_size, state, frames, role?, phase?}]}],
 //    "device_traces": [[{action, addr | device_free, size, stream, time_us?, frames}], ...],
 //    "allocator_settings": {...}?, "external_annotations": [{device, time_us?, name, stage}]?}
 //
@@ -34,15 +34,22 @@
 #pragma once
 
 #include <ostream>
+#include <vector>
 
+#include "memsnap/analysis/dump_roles.hpp"
 #include "memsnap/snapshot/model.hpp"
 
 namespace memsnap::report {
 
+/// Each device's block roles (by position in snap.devices): every active block gets a `role`
+/// key (analyze's role name) and, when the trace holds its alloc, a `phase` key (the phase it
+/// was allocated in): memsnap's own keys, which PyTorch's viewers ignore.
+using ExportRoles = std::vector<analysis::DumpRoles>;
+
 /// The snapshot as one JSON document (compact, UTF-8; invalid UTF-8 replaced, control
 /// characters escaped). Throws std::ios_base::failure when `out` fails.
-void write_snapshot_json(std::ostream& out, const snapshot::Snapshot& snap);
+void write_snapshot_json(std::ostream& out, const snapshot::Snapshot& snap, const ExportRoles* roles = nullptr);
 /// The snapshot as a protocol-4 pickle. Throws std::ios_base::failure when `out` fails.
-void write_snapshot_pickle(std::ostream& out, const snapshot::Snapshot& snap);
+void write_snapshot_pickle(std::ostream& out, const snapshot::Snapshot& snap, const ExportRoles* roles = nullptr);
 
 }  // namespace memsnap::report
