@@ -9,7 +9,9 @@
 #include <unordered_map>
 
 #include "memsnap/analysis/peak.hpp"
+#include "memsnap/analysis/phases.hpp"
 #include "memsnap/analysis/replay.hpp"
+#include "memsnap/analysis/roles.hpp"
 #include "memsnap/util/canonical_text.hpp"
 
 namespace memsnap::analysis {
@@ -21,6 +23,12 @@ int64_t signed_delta(uint64_t a, uint64_t b) {
 
 int64_t SiteDelta::delta_bytes() const {
   return signed_delta(before_bytes, after_bytes);
+}
+
+bool DeviceDiff::peak_moved_phase() const {
+  const auto& a = roles_before.peak;
+  const auto& b = roles_after.peak;
+  return a && b && a->phase && b->phase && *a->phase != *b->phase;
 }
 
 namespace {
@@ -66,26 +74,34 @@ std::string capped(std::string_view s) {
 // (a frame's text can be long: each is built once).
 using CallerCache = std::unordered_map<uint32_t, std::vector<std::string>>;
 
-// Live allocated blocks by site (and by call path within the site).
+// The one key of the gradients autograd nodes made, whichever node made them.
+constexpr std::string_view kDiffGradientsKey = Sites::kGradients;
+
+// Live allocated blocks by site (and by call path within the site). A block whose address is
+// in `gradients` (sorted: the state's blocks whose role is gradient) and whose site is an
+// autograd node or operator (no frame of the user's code) goes to the one gradients row.
 void collect(const Context& ctx, const snapshot::Device& d, bool after, std::map<SiteKey, Row>& rows,
-             CallerCache& cache, CanonicalText& canonical) {
+             CallerCache& cache, CanonicalText& canonical, const std::vector<uint64_t>& gradients) {
   struct PerStack {
     Row* row;
     const std::vector<std::string>* callers;
   };
-  std::unordered_map<uint32_t, PerStack> seen;  // dense stack ids
+  std::unordered_map<uint32_t, PerStack> seen, seen_gradients;  // dense stack ids
   for (const auto& b : d.blocks) {
     if (b.state != snapshot::BlockState::ActiveAllocated) continue;
-    auto [it, inserted] = seen.try_emplace(b.stack.v);
+    const bool gradient =
+        std::binary_search(gradients.begin(), gradients.end(), b.address) && !ctx.sites.site_frame(b.stack);
+    auto [it, inserted] = (gradient ? seen_gradients : seen).try_emplace(b.stack.v);
     if (inserted) {
-      SiteKey key = site_key(ctx, b.stack, canonical);
+      SiteKey key = gradient ? SiteKey{{}, {}, kDiffGradientsKey, 0} : site_key(ctx, b.stack, canonical);
       auto [row, fresh] = rows.try_emplace(key);
       if (fresh) {
-        row->second.delta.site = ctx.sites.site(b.stack);
+        row->second.delta.site = gradient ? std::string(kDiffGradientsKey) : ctx.sites.site(b.stack);
         row->second.delta.file = capped(key.file);
         row->second.delta.function = capped(key.function);
         row->second.delta.line = key.line;
       }
+      if (gradient) row->second.delta.role = Role::Gradient;
       it->second.row = &row->second;
       auto cached = cache.find(b.stack.v);
       if (cached == cache.end()) cached = cache.emplace(b.stack.v, ctx.sites.callers(b.stack, 8)).first;
@@ -164,16 +180,63 @@ std::vector<SiteDelta> site_deltas(std::map<SiteKey, Row>& rows) {
   return sites;
 }
 
-// One side's peaks and the state at its allocated peak, from a replay of its trace.
-struct PeakState {
+// One side's peaks, the state at its allocated peak and its roles, from a replay of its trace
+// (the roles of a side without one from its dumped stacks alone, as analyze does).
+struct SideState {
   DiffPeak peak;
   std::optional<snapshot::Device> state;
+  DiffRoles roles;
+  std::vector<uint64_t> peak_gradients, dump_gradients;  // sorted addresses of gradient blocks
 };
 
-PeakState peak_state(const Context& ctx, const snapshot::Device* d) {
-  PeakState out;
-  if (!d || d->trace.empty()) return out;
+// Roles add up to the state's allocated bytes (analyze checks it too): a shortfall is unknown.
+void top_up(RoleState& s, uint64_t allocated) {
+  uint64_t total = s.by_role.total();
+  if (total < allocated && s.by_role.bytes.size() > size_t(Role::Unknown))
+    s.by_role.bytes[size_t(Role::Unknown)] += allocated - total;
+}
+
+// The addresses of the gradient blocks live right after `event` (at the window's start when
+// none), in the order BlockRoles::at counts them.
+std::vector<uint64_t> live_gradients(const Replay& replay, const BlockRoles& roles, std::optional<uint32_t> event) {
+  std::vector<uint64_t> out;
+  const uint32_t n = static_cast<uint32_t>(replay.ranges().size()), first = replay.first_window_range();
+  for (uint32_t id = 0; id < n; ++id) {
+    uint32_t begin = replay.begin_of(id), freed = replay.freed_of(id);
+    if (!event && id >= first) break;
+    if (event && id >= first && begin > *event) break;
+    if (replay.pending_at_start_of(id) || (event && freed != kNever && freed <= *event)) continue;
+    if (roles.of(id) == RoleId(Role::Gradient)) out.push_back(replay.range(id).addr);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+SideState side_state(const Context& ctx, const RoleTable& table, const snapshot::Device* d) {
+  SideState out;
+  out.roles.dump.by_role.bytes.assign(table.size(), 0);
+  if (!d) {
+    out.roles.peak = out.roles.dump;
+    return out;
+  }
+  const uint64_t allocated = account(ctx, *d).allocated_bytes;
+  if (d->trace.empty()) {
+    out.roles.dump = roles_of_state(table, *d);
+    for (const auto& b : d->blocks)
+      if (b.state == snapshot::BlockState::ActiveAllocated && table.stack_role(b.stack) == RoleId(Role::Gradient))
+        out.dump_gradients.push_back(b.address);
+    std::sort(out.dump_gradients.begin(), out.dump_gradients.end());
+    top_up(out.roles.dump, allocated);
+    return out;
+  }
   Replay replay(ctx, *d);
+  Phases phases(ctx, table.stacks(), *d, &replay);
+  BlockRoles roles(table, replay, phases);
+  const uint32_t last = static_cast<uint32_t>(d->trace.size() - 1);
+  out.roles.dump = roles.at(last);
+  out.roles.dump.phase.reset();
+  top_up(out.roles.dump, allocated);
+  out.dump_gradients = live_gradients(replay, roles, last);
   Peaks p = find_peaks(ctx, replay, 0);
   if (!p.allocated) return out;
   out.peak.known = true;
@@ -185,9 +248,13 @@ PeakState peak_state(const Context& ctx, const snapshot::Device* d) {
     out.peak.reserved_event = p.reserved->event_index;
     out.peak.reserved_at_window_start = p.reserved->at_window_start;
   }
-  out.state =
-      std::move(p.allocated->at_window_start ? replay.state_at_start() : replay.state_after(p.allocated->event_index))
-          .device;
+  std::optional<uint32_t> at;
+  if (!p.allocated->at_window_start) at = p.allocated->event_index;
+  out.roles.peak = at ? roles.at(*at) : roles.at_start();
+  if (!ctx.snap.stacks.has_frames()) out.roles.peak->phase.reset();  // nothing says what ran
+  top_up(*out.roles.peak, p.allocated->allocated_bytes);
+  out.peak_gradients = live_gradients(replay, roles, at);
+  out.state = std::move(at ? replay.state_after(*at) : replay.state_at_start()).device;
   return out;
 }
 
@@ -299,6 +366,8 @@ std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b, const
   for (const auto& d : a.snap.devices) indices.insert(d.index);
   for (const auto& d : b.snap.devices) indices.insert(d.index);
   std::vector<DeviceDiff> out;
+  // The built-in rules alone: both sides name their roles alike.
+  const RoleTable table_a(a, RoleRules{}), table_b(b, RoleRules{});
   for (int idx : indices) {
     DeviceDiff dd;
     dd.device = idx;
@@ -309,20 +378,26 @@ std::vector<DeviceDiff> diff_snapshots(const Context& a, const Context& b, const
     if (da) dd.before = totals(account(a, *da));
     if (db) dd.after = totals(account(b, *db));
     if (process.segments_by_address()) segments_one_side(da, db, dd);
+    SideState pa = side_state(a, table_a, da), pb = side_state(b, table_b, db);
+    dd.peak_before = pa.peak;
+    dd.peak_after = pb.peak;
+    dd.role_names = table_a.names();
+    dd.roles_before = std::move(pa.roles);
+    dd.roles_after = std::move(pb.roles);
+    // A side whose peak is unknown has no roles at it (a device a file lacks has zeros).
+    if (da && !pa.peak.known) dd.roles_before.peak.reset();
+    if (db && !pb.peak.known) dd.roles_after.peak.reset();
     CallerCache callers_a, callers_b;
     std::map<SiteKey, Row> rows;
     CanonicalText canonical;
-    if (da) collect(a, *da, false, rows, callers_a, canonical);
-    if (db) collect(b, *db, true, rows, callers_b, canonical);
+    if (da) collect(a, *da, false, rows, callers_a, canonical, pa.dump_gradients);
+    if (db) collect(b, *db, true, rows, callers_b, canonical, pb.dump_gradients);
     dd.sites = site_deltas(rows);
-    PeakState pa = peak_state(a, da), pb = peak_state(b, db);
-    dd.peak_before = pa.peak;
-    dd.peak_after = pb.peak;
     // Sites at the peaks only when both are known (a device a file lacks has none live).
     if ((!da || pa.state) && (!db || pb.state)) {
       std::map<SiteKey, Row> peak_rows;
-      if (pa.state) collect(a, *pa.state, false, peak_rows, callers_a, canonical);
-      if (pb.state) collect(b, *pb.state, true, peak_rows, callers_b, canonical);
+      if (pa.state) collect(a, *pa.state, false, peak_rows, callers_a, canonical, pa.peak_gradients);
+      if (pb.state) collect(b, *pb.state, true, peak_rows, callers_b, canonical, pb.peak_gradients);
       dd.peak_sites = site_deltas(peak_rows);
     }
     out.push_back(std::move(dd));

@@ -120,6 +120,8 @@ Json trace_json(const analysis::TraceSummary& t) {
   return trace;
 }
 
+}  // namespace
+
 // Role name -> bytes, every role (the built-in ones, then the user's).
 Json by_role_json(const analysis::RoleState& s, const std::vector<std::string>& names) {
   Json o = Json::object();
@@ -130,6 +132,8 @@ Json by_role_json(const analysis::RoleState& s, const std::vector<std::string>& 
 Json phase_json(const analysis::RoleState& s) {
   return s.phase ? Json(analysis::to_string(*s.phase)) : Json(nullptr);
 }
+
+namespace {
 
 Json peak_json(const analysis::Peaks& peaks) {
   const auto& p = peaks.allocated;

@@ -34,6 +34,7 @@ Json sites_json(const std::vector<analysis::SiteDelta>& sites) {
                          {"before_allocations", c.before_allocations},
                          {"after_allocations", c.after_allocations}});
     out.push_back({{"site", s.site},
+                   {"role", s.role ? Json(analysis::to_string(*s.role)) : Json(nullptr)},
                    {"file", s.file},
                    {"function", s.function},
                    {"line", s.line},
@@ -52,22 +53,50 @@ Json sites_json(const std::vector<analysis::SiteDelta>& sites) {
 }
 
 // One side's peaks: null when its trace cannot be replayed (or the file lacks the device).
-Json peak_json(const analysis::DiffPeak& p) {
+// by_role and phase as analyze's peak.by_role and peak.phase.
+Json peak_json(const analysis::DiffPeak& p, const std::optional<analysis::RoleState>& roles,
+               const std::vector<std::string>& names) {
   if (!p.known) return nullptr;
-  return {{"allocated_bytes", p.allocated_bytes},
-          {"allocated_event_index", p.allocated_at_window_start ? Json(nullptr) : Json(p.allocated_event)},
-          {"reserved_bytes", p.reserved_bytes},
-          {"reserved_event_index", p.reserved_at_window_start ? Json(nullptr) : Json(p.reserved_event)}};
+  Json j = {{"allocated_bytes", p.allocated_bytes},
+            {"allocated_event_index", p.allocated_at_window_start ? Json(nullptr) : Json(p.allocated_event)},
+            {"reserved_bytes", p.reserved_bytes},
+            {"reserved_event_index", p.reserved_at_window_start ? Json(nullptr) : Json(p.reserved_event)}};
+  j["by_role"] = roles ? detail::by_role_json(*roles, names) : Json(nullptr);
+  j["phase"] = roles ? detail::phase_json(*roles) : Json(nullptr);
+  return j;
+}
+
+// Role name -> after - before, every role.
+Json role_delta_json(const analysis::RoleState& a, const analysis::RoleState& b,
+                     const std::vector<std::string>& names) {
+  Json o = Json::object();
+  for (size_t r = 0; r < names.size(); ++r)
+    o[names[r]] =
+        delta(r < a.by_role.bytes.size() ? a.by_role.bytes[r] : 0, r < b.by_role.bytes.size() ? b.by_role.bytes[r] : 0);
+  return o;
 }
 
 Json peaks_json(const analysis::DeviceDiff& d) {
-  Json j = {{"before", peak_json(d.peak_before)}, {"after", peak_json(d.peak_after)}};
+  Json j = {{"before", peak_json(d.peak_before, d.roles_before.peak, d.role_names)},
+            {"after", peak_json(d.peak_after, d.roles_after.peak, d.role_names)}};
   bool both = d.peak_before.known && d.peak_after.known;
   j["allocated_delta_bytes"] =
       both ? Json(delta(d.peak_before.allocated_bytes, d.peak_after.allocated_bytes)) : Json(nullptr);
   j["reserved_delta_bytes"] =
       both ? Json(delta(d.peak_before.reserved_bytes, d.peak_after.reserved_bytes)) : Json(nullptr);
+  // A device one file lacks peaks at nothing on that side (zeros by role).
+  bool roles = d.roles_before.peak && d.roles_after.peak && (!d.in_before || d.peak_before.known) &&
+               (!d.in_after || d.peak_after.known);
+  j["by_role_delta_bytes"] =
+      roles ? role_delta_json(*d.roles_before.peak, *d.roles_after.peak, d.role_names) : Json(nullptr);
   return j;
+}
+
+// Whether the allocated peak moved phase: null unless both peaks have a phase.
+Json moved_json(const analysis::DeviceDiff& d) {
+  const auto &a = d.roles_before.peak, &b = d.roles_after.peak;
+  if (!(a && b && a->phase && b->phase && d.peak_before.known && d.peak_after.known)) return nullptr;
+  return d.peak_moved_phase();
 }
 }  // namespace
 
@@ -101,7 +130,11 @@ Json diff_json(const DiffView& v) {
     j["segments_only_before"] = segments_json(d.segments_only_before);
     j["segments_only_after"] = segments_json(d.segments_only_after);
     j["sites"] = sites_json(d.sites);
+    j["totals_by_role"] = {{"before", detail::by_role_json(d.roles_before.dump, d.role_names)},
+                           {"after", detail::by_role_json(d.roles_after.dump, d.role_names)},
+                           {"delta_bytes", role_delta_json(d.roles_before.dump, d.roles_after.dump, d.role_names)}};
     j["peaks"] = peaks_json(d);
+    j["peak_moved_phase"] = moved_json(d);
     j["peak_sites"] = sites_json(d.peak_sites);
     devices.push_back(std::move(j));
   }

@@ -37,6 +37,10 @@ void write_oom_text(std::ostream& out, const analysis::DeviceAnalysis& d, const 
                     const TextStyle& style);
 void write_findings_text(std::ostream& out, const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s,
                          const TextStyle& style);
+/// Role name -> bytes, every role (the built-in ones, then the user's), as analyze's JSON.
+nlohmann::ordered_json by_role_json(const analysis::RoleState& s, const std::vector<std::string>& names);
+/// The state's phase name ("forward"), or null.
+nlohmann::ordered_json phase_json(const analysis::RoleState& s);
 /// "activations 6.80 GiB, weights 3.72 GiB, ...": the roles with bytes, largest first.
 /// With `where`, a role it lists says where it is ("in private pool (0, 2) from FRAME").
 std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names,

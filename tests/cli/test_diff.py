@@ -93,10 +93,76 @@ def two_processes():
     check("two runs: text fits 80 columns", all(len(l) <= 80 for l in lines), max(lines, key=len))
     check("two runs: no segment lists in text", "segments only" not in out, out)
     check("two runs: says why", "segments are not matched by address" in out.replace("\n  ", " "), out)
-    head = next((k for k, l in enumerate(lines) if l.startswith("device 0")), 0)
+    head = next((k for k, l in enumerate(lines) if l.startswith(" " * 28) and l.split()[:1] == ["before"]), 0)
     check("two runs: peak rows first", [l.split()[:2] for l in lines[head + 1:head + 3]] ==
           [["peak", "allocated"], ["peak", "reserved"]], "\n".join(lines[:12]))
     check("two runs: sites at the peak", "live at the peak by site" in out, out)
+    roles_vs_truth(a, b, doc, out)
+
+
+ROLES = ["parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "autocast_cache",
+         "kv_cache", "communication", "other", "unknown"]
+WORDS = {"parameter": "weights", "gradient": "gradients", "optimizer_state": "optimizer state",
+         "activation": "activations", "temporary": "temporaries", "input": "inputs"}
+
+
+def human(n):
+    """memsnap's human_bytes of |n|."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            return "%.2f %s" % (abs(n) / scale, unit)
+    return "%d B" % abs(n)
+
+
+def signed(n):
+    return "0 B" if n == 0 else ("+" if n > 0 else "-") + human(n)
+
+
+def roles_vs_truth(a, b, doc, out):
+    """Issue 54: diff's bytes by role at each peak and at the dump are each truth's, byte for byte (the
+    truth of these runs calls nothing `other`), their differences the truths' differences; each peak's
+    phase is analyze's; the text leads with the peak's change and lists the roles at the peaks."""
+    dev = doc["devices"][0]
+    truth = [truth_of(a)["per_device"][0], truth_of(b)["per_device"][0]]
+    check("two runs: the truth names no other", all(not t["peak"]["allocated_by_role"].get("other") and
+                                                    not t["allocated_by_role"].get("other") for t in truth))
+    want_peak = [{r: t["peak"]["allocated_by_role"].get(r, 0) for r in ROLES} for t in truth]
+    want_dump = [{r: t["allocated_by_role"].get(r, 0) for r in ROLES} for t in truth]
+    for k, side in enumerate(("before", "after")):
+        got = dev["peaks"][side].get("by_role")
+        check("two runs: %s peak by role is the truth's" % side, got == want_peak[k], "%r vs %r" % (got, want_peak[k]))
+        got = dev.get("totals_by_role", {}).get(side)
+        check("two runs: %s dump by role is the truth's" % side, got == want_dump[k], "%r vs %r" % (got, want_dump[k]))
+    delta = {r: want_peak[1][r] - want_peak[0][r] for r in ROLES}
+    check("two runs: peak by role deltas", dev["peaks"].get("by_role_delta_bytes") == delta,
+          "%r vs %r" % (dev["peaks"].get("by_role_delta_bytes"), delta))
+    delta = {r: want_dump[1][r] - want_dump[0][r] for r in ROLES}
+    check("two runs: dump by role deltas", dev.get("totals_by_role", {}).get("delta_bytes") == delta, repr(dev))
+    phases = []
+    for path in (a, b):
+        rc, js, err = run(["analyze", "--format", "json", path])
+        phases.append(json.loads(js)["devices"][0]["peak"]["phase"] if rc == 0 else "?")
+    for k, side in enumerate(("before", "after")):
+        check("two runs: %s peak phase is analyze's" % side, dev["peaks"][side].get("phase") == phases[k],
+              "%r vs %r" % (dev["peaks"][side].get("phase"), phases[k]))
+    check("two runs: peak_moved_phase", dev.get("peak_moved_phase") is (phases[0] != phases[1]),
+          repr(dev.get("peak_moved_phase")))
+    # Text: the lead sentence, then a phase row and a row for every role at either peak.
+    pa, pb = truth[0]["peak"]["allocated_bytes"], truth[1]["peak"]["allocated_bytes"]
+    lead = out.split("device 0: ", 1)[-1].split("\n  " + " " * 20, 1)[0].replace("\n  ", " ")
+    want = "peak allocated %s (%s -> %s), peak reserved %s;" % (
+        signed(pb - pa), human(pa), human(pb),
+        signed(truth[1]["peak"]["reserved_bytes"] - truth[0]["peak"]["reserved_bytes"]))
+    check("two runs: the lead states the peak's change", lead.startswith(want), "%r, want %r" % (lead, want))
+    table = out.split("  peak by role\n", 1)[-1].split("  at the dump\n", 1)[0]
+    rows = {l[:30].strip(): l[30:].split() for l in table.splitlines()}
+    for r, words in WORDS.items():
+        x, y = want_peak[0][r], want_peak[1][r]
+        if x or y:
+            cells = [human(x), human(y), signed(y - x)]
+            got = rows.get(words, [])
+            check("two runs: peak row for %s" % r, [" ".join(got[i:i + 2]) for i in (0, 2, 4)] == cells,
+                  "%r vs %r" % (got, cells))
 
 
 def one_process():

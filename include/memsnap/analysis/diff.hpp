@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "memsnap/analysis/accounting.hpp"
+#include "memsnap/analysis/roles.hpp"
 #include "memsnap/snapshot/model.hpp"
 
 namespace memsnap::analysis {
@@ -34,6 +35,9 @@ struct CallerPath {
 
 struct SiteDelta {
   std::string site;  // the label: "file.py:LINE:function", made distinct across rows
+  /// Set on a row keyed by role rather than by site: the gradients that autograd nodes made
+  /// (no frame of the user's code), one row whichever node made them ("gradient").
+  std::optional<Role> role;
   std::string file;  // the full file name of the site frame ("" for nodes and operators)
   std::string function;
   int64_t line = 0;
@@ -65,12 +69,26 @@ struct DiffPeak {
   bool allocated_at_window_start = false, reserved_at_window_start = false;
 };
 
+/// One side's bytes by role (roles.hpp: one rule table, as analyze): at the dump, and at
+/// the allocated peak with the phase it happened in. A side without the device has zeros.
+struct DiffRoles {
+  RoleState dump;                 // phase: none
+  std::optional<RoleState> peak;  // known with DiffPeak::known, or zeros for a missing device
+};
+
 struct DeviceDiff {
   int device = 0;
   bool in_before = false, in_after = false;
   DiffTotals before, after;
   DiffPeak peak_before, peak_after;
+  std::vector<std::string> role_names;  // by role id: the built-in roles
+  DiffRoles roles_before, roles_after;
+  /// Both peaks have a phase and the phases differ ("the optimizer step" -> "the forward").
+  bool peak_moved_phase() const;
   std::vector<SegmentRef> segments_only_before, segments_only_after;  // empty unless matched by address
+  // Live allocated bytes by site; gradients made by autograd nodes are one row keyed by their
+  // role (SiteDelta::role), so a node renamed between runs (BmmBackward0 under fp32,
+  // ToCopyBackward0 under autocast) compares gradient bytes with gradient bytes.
   std::vector<SiteDelta> sites;       // at the dumps: largest change first; unchanged sites last
   std::vector<SiteDelta> peak_sites;  // live at each side's allocated peak, in the same order
 };
