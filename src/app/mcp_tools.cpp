@@ -175,6 +175,9 @@ ToolResult diff_tool(const json& a, const ToolEnv& env) {
            signed_bytes(t["reserved_bytes"].get<int64_t>());
     if (d["peaks"]["allocated_delta_bytes"].is_number())
       out += "; peak allocated " + signed_bytes(d["peaks"]["allocated_delta_bytes"].get<int64_t>());
+    if (d["peak_moved_phase"].is_boolean() && d["peak_moved_phase"].get<bool>())
+      out += "; the peak moved from " + d["peaks"]["before"]["phase"].get<std::string>() + " to " +
+             d["peaks"]["after"]["phase"].get<std::string>();
     if (!d["sites"].empty())
       out += "; largest change " + d["sites"][0]["site"].get<std::string>() + " " +
              signed_bytes(d["sites"][0]["delta_bytes"].get<int64_t>());
