@@ -64,6 +64,7 @@ void assign_roles(const Context& ctx, const snapshot::Device& d, const Replay* r
   if (replay) {
     Phases phases(ctx, table.stacks(), d, replay);
     BlockRoles roles(table, *replay, phases);
+    dr.kept_after_backward = kept_after_backward(ctx, d, *replay, phases, roles);
     dr.from_trace = true;
     dr.phases_from_annotations = phases.from_annotations();
     dr.never_zeroed = gradients_never_zeroed(ctx, table.stacks(), d, *replay, phases);

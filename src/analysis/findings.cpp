@@ -1,6 +1,7 @@
 // The rules that raise findings: one home for every threshold (FindingThresholds).
 #include "memsnap/analysis/findings.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -25,7 +26,7 @@ struct KindName {
 };
 
 // The stable JSON strings: scripts match on them, so they never change.
-constexpr std::array<KindName, 24> kKindNames{{
+constexpr std::array<KindName, 25> kKindNames{{
     {FindingKind::OomFragmentation, "oom_fragmentation"},
     {FindingKind::OomSegmentRounding, "oom_segment_rounding"},
     {FindingKind::OomLeak, "oom_leak"},
@@ -40,6 +41,7 @@ constexpr std::array<KindName, 24> kKindNames{{
     {FindingKind::ActivationsKeptWithoutBackward, "activations_kept_without_backward"},
     {FindingKind::StaleGradientsAtPeak, "stale_gradients_at_peak"},
     {FindingKind::GradientsNeverZeroed, "gradients_never_zeroed"},
+    {FindingKind::ActivationsKeptAfterBackward, "activations_kept_after_backward"},
     {FindingKind::KvCacheReserved, "kv_cache_reserved"},
     {FindingKind::CacheFlushRetry, "cache_flush_retry"},
     {FindingKind::EmptyCacheInLoop, "empty_cache_in_loop"},
@@ -170,6 +172,15 @@ void add_role_findings(std::vector<Finding>& f, const DeviceAnalysis& d, const F
                  r.peak->stale_gradients, 0});
   // The backward adds into gradients that outlived the last step: nothing zeroes them.
   if (r.never_zeroed) f.push_back({FindingKind::GradientsNeverZeroed, Severity::Warning, r.never_zeroed->bytes, 0});
+  // A forward's activations still allocated after its backward: the graph or outputs are held
+  // (not when growth across iterations already names the autograd history kept).
+  const bool history =
+      std::any_of(f.begin(), f.end(), [](const Finding& x) { return x.kind == FindingKind::LeakAutogradHistory; });
+  if (const auto& k = r.kept_after_backward;
+      k && !history && d.peaks.allocated && k->bytes >= t.kept_after_backward_min_bytes &&
+      double(k->bytes) >= t.kept_after_backward_share * double(d.peaks.allocated->allocated_bytes))
+    f.push_back({FindingKind::ActivationsKeptAfterBackward, d.memory_pressure ? Severity::Warning : Severity::Info,
+                 k->bytes, 0});
   // A serving engine's KV cache, reserved up front: its size is the engine's setting.
   if (r.dump.by_role.bytes.size() > size_t(Role::KvCache)) {
     uint64_t kv = r.dump.by_role.bytes[size_t(Role::KvCache)];

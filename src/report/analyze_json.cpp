@@ -397,6 +397,19 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
                                      {"across_a_step", g->across_a_step}};
     else
       d["gradients_never_zeroed"] = nullptr;
+    // a forward's activations still allocated after the backward (null: none, or no backward)
+    if (const auto& k = a.roles.kept_after_backward) {
+      Json frames = Json::array();
+      for (const auto& [frame, bytes] : k->frames) frames.push_back({{"frame", frame}, {"bytes", bytes}});
+      d["activations_kept_after_backward"] = {{"bytes", k->bytes},
+                                              {"blocks", k->blocks},
+                                              {"backward_event", k->backward_event},
+                                              {"site", k->site.empty() ? Json(nullptr) : Json(k->site)},
+                                              {"frames", std::move(frames)},
+                                              {"bitsandbytes", k->bitsandbytes}};
+    } else {
+      d["activations_kept_after_backward"] = nullptr;
+    }
     std::map<std::pair<int, uint64_t>, Json> groups;  // (pool, stream), private pools folded in
     for (const auto& p : t.pools) {
       Json& g = groups[{int(p.pool), p.stream}];

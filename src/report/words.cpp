@@ -174,59 +174,6 @@ Words one_pass_words(const Finding& f, const DeviceAnalysis& d) {
   return w;
 }
 
-// ---- roles (issue 54)
-
-Words role_finding_words(const Finding& f, const DeviceAnalysis& d) {
-  Words w;
-  if (f.kind == FindingKind::StaleGradientsAtPeak) {
-    const auto& p = *d.peaks.allocated;
-    std::string where =
-        p.at_window_start ? std::string("when the window opened") : "at event " + with_commas(p.event_index);
-    w.message = "At the peak (" + human_bytes(p.allocated_bytes) + ", " + where + "), " + human_bytes(f.bytes) +
-                " are gradients of the previous step: zero_grad frees them only after this forward, so they are "
-                "kept through it.";
-    w.advice =
-        "Call optimizer.zero_grad(set_to_none=True) before the forward (or right after optimizer.step()): "
-        "the peak's state drops by " +
-        human_bytes(f.bytes) + " (" + pct(f.bytes, p.allocated_bytes) + " of the peak).";
-    return w;
-  }
-  if (f.kind == FindingKind::GradientsNeverZeroed) {
-    const auto& g = *d.roles.never_zeroed;
-    w.message =
-        "The backward at event " + with_commas(g.first_event) + " adds into " + with_commas(g.gradients) +
-        " gradients that already exist (" + human_bytes(g.bytes) +
-        ": AccumulateGrad frees each incoming gradient after adding it to .grad), and no zero_grad "
-        "runs in the window" +
-        (g.across_a_step ? std::string(", though an optimizer step ran between two backward passes") : std::string()) +
-        ". Each parameter's gradient then sums every step so far: each optimizer step after the "
-        "first updates with the wrong gradient (a correctness bug, not only memory), and the "
-        "gradients stay allocated through every forward." +
-        (g.across_a_step ? std::string()
-                         : std::string(" (If you accumulate over micro-batches on purpose, this is "
-                                       "expected until the step: zero them after each step.)"));
-    w.advice =
-        "Call optimizer.zero_grad(set_to_none=True) once per step, before the forward or right after "
-        "optimizer.step(): each update then uses its own step's gradients, and " +
-        human_bytes(g.bytes) + " is free during the forward.";
-    return w;
-  }
-  // KvCacheReserved
-  std::string where;
-  for (const auto& rw : d.roles.dump_where)
-    if (rw.role == analysis::Role::KvCache) {
-      if (rw.pool)
-        where += " in private pool (" + std::to_string(rw.pool->first) + ", " + std::to_string(rw.pool->second) + ")";
-      if (!rw.frame.empty()) where += " from " + rw.frame;
-    }
-  w.message = "KV cache " + human_bytes(f.bytes) + where + ": " + pct(f.bytes, d.accounting.reserved_bytes) +
-              " of reserved memory, taken up front by the serving engine and kept whatever the requests need.";
-  w.advice =
-      "Its size is the engine's memory setting, not the batch: to leave room for other work, lower it "
-      "(vLLM: gpu_memory_utilization; SGLang: mem_fraction_static).";
-  return w;
-}
-
 // ---- churn
 
 Words retry_words(const Churn& c) {
@@ -630,6 +577,7 @@ Words finding_words(const Finding& f, const DeviceAnalysis& d, const snapshot::A
     case FindingKind::ActivationsKeptWithoutBackward: return one_pass_words(f, d);
     case FindingKind::StaleGradientsAtPeak:
     case FindingKind::GradientsNeverZeroed:
+    case FindingKind::ActivationsKeptAfterBackward:
     case FindingKind::KvCacheReserved: return role_finding_words(f, d);
     case FindingKind::StrandedFreeMemory: return stranded_words(a, expandable, d.memory_pressure);
     case FindingKind::FragmentedPool:

@@ -19,6 +19,10 @@ struct Words {
 Words finding_words(const analysis::Finding& f, const analysis::DeviceAnalysis& d,
                     const snapshot::AllocatorSettings& settings);
 
+/// The findings about what memory is (words_roles.cpp): stale gradients, gradients never
+/// zeroed, activations kept after the backward, a KV cache.
+Words role_finding_words(const analysis::Finding& f, const analysis::DeviceAnalysis& d);
+
 /// Why an OOM cause holds, in numbers.
 std::string cause_evidence(analysis::OomCause cause, const analysis::OomReport& r,
                            const std::vector<analysis::Leak>& leaks);

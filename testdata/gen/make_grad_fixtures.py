@@ -15,7 +15,11 @@ Runs:
   grads_zeroed             3 steps, zero_grad(set_to_none=True) after each step (annotated)
   grads_clone              1 step, .grad None, AccumulateGrad clones (Wedsonlin's form)
   grads_microbatch         2 micro-batches then a step then zero_grad: accumulation on purpose
-The truth: gradients_never_zeroed = {gradients, bytes, first_event, across_a_step} or null."""
+  kept_after_backward      3 steps with zero_grad; each layer's 4-bit matmul (bitsandbytes) keeps its
+                           input on its autograd ctx, freed only when the next step rebinds `outputs`:
+                           the last step's are still allocated at the dump, after its backward
+The truth: gradients_never_zeroed = {gradients, bytes, first_event, across_a_step} or null, and
+activations_kept_after_backward = {bytes, blocks, bitsandbytes} or null."""
 import json, os, pickle
 
 MB = 1 << 20
@@ -45,6 +49,13 @@ ACCUM = fr(("??", 0, "torch::autograd::AccumulateGrad::apply(std::vector<at::Ten
 RESET = fr(("??", 0, "torch::autograd::SavedVariable::reset_data()"), ENGINE)
 OPT = fr((f"{TORCH}/optim/sgd.py", 300, "_single_tensor_sgd"), (f"{TORCH}/optim/optimizer.py", 480, "wrapper"),
          (T, 56, "train"), (T, 95, "main"))
+KEPT = lambda l: fr((f"/opt/conda/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", 216,
+                     "forward"), (MOD, 1750, "_call_impl"), (T, 40 + l, "forward"), (T, 52, "train"),
+                    (T, 95, "main"))
+BNB = fr(("/opt/conda/lib/python3.11/site-packages/bitsandbytes/functional.py", 1349, "dequantize_4bit"),
+         ("/opt/conda/lib/python3.11/site-packages/bitsandbytes/autograd/_functions.py", 509, "forward"),
+         (MOD, 1750, "_call_impl"), (T, 40, "forward"), (T, 52, "train"), (T, 95, "main"))
+REBIND = fr((T, 52, "train"), (T, 95, "main"))
 ZERO = fr((f"{TORCH}/optim/optimizer.py", 960, "zero_grad"), (T, 57, "train"), (T, 95, "main"))
 
 
@@ -88,15 +99,23 @@ class Run:
                 "external_annotations": self.ann}
 
 
-def run(name, steps, zero_grad=False, clone=False, micro=1):
+def run(name, steps, zero_grad=False, clone=False, micro=1, keep=0):
     r = Run()
+    kept = []
     weights = [r.alloc((8 + 2 * l) * MB, BUILD(l)) for l in range(LAYERS)]
     grad = [None] * LAYERS
     truth = None
     adding = []  # per backward: (first free event, gradients, bytes)
     for step in range(steps):
         for _ in range(micro):
+            for a in kept:  # `outputs = model(x)` rebinds the name: the last graph goes
+                r.free(a, REBIND)
+            kept = []
             acts = [r.alloc(4 * MB, ACT(l)) for l in range(LAYERS)]
+            for l in range(LAYERS if keep else 0):
+                kept.append(r.alloc(keep * MB, KEPT(l)))
+                w = r.alloc(8 * MB, BNB)  # the weight dequantized for the matmul, freed at once
+                r.free(w, BNB)
             first, n, b = None, 0, 0
             for l in reversed(range(LAYERS)):
                 size = (8 + 2 * l) * MB
@@ -129,10 +148,12 @@ def run(name, steps, zero_grad=False, clone=False, micro=1):
         best = max(adding, key=lambda x: x[2])
         truth = {"gradients": best[1], "bytes": best[2], "first_event": adding[0][0],
                  "across_a_step": len({s for *_, s in adding}) > 1}
+    kept_truth = {"bytes": len(kept) * keep * MB, "blocks": len(kept), "bitsandbytes": True} if kept else None
     with open(os.path.join(out, name + ".pickle"), "wb") as f:
         pickle.dump(r.snapshot(), f, protocol=4)
     with open(os.path.join(out, name + ".truth.json"), "w") as f:
-        json.dump({"per_device": [{"gradients_never_zeroed": truth}]}, f, indent=1, sort_keys=True)
+        json.dump({"per_device": [{"gradients_never_zeroed": truth, "activations_kept_after_backward": kept_truth}]},
+                  f, indent=1, sort_keys=True)
 
 
 run("grads_never_zeroed", 3)
@@ -140,3 +161,4 @@ run("grads_never_zeroed_2", 2)
 run("grads_zeroed", 3, zero_grad=True)
 run("grads_clone", 1, clone=True)
 run("grads_microbatch", 1, zero_grad=True, micro=2)
+run("kept_after_backward", 3, zero_grad=True, keep=24)

@@ -130,6 +130,33 @@ for name in (BC, NH, "Wedsonlin__assignment2-systems__medium_256_training_memory
               "micro-batches on purpose" in f[0]["message"], repr(f))
 
 
+# cranberrii (a notebook: line 21 runs `outputs = model(**batch)`, line 22 the backward) keeps
+# 1.1 GiB of the forward's activations after its backward: every block live at the dump made under
+# line 21 (from the pickle) is one; bitsandbytes' 4-bit matmul runs in the trace and is named.
+CR = "cranberrii__ftcourse__memory_snapshot.pickle"
+if os.path.exists(os.path.join(REAL, CR)):
+    with open(os.path.join(REAL, CR), "rb") as fh:
+        s = pickle.load(fh)
+    blocks = [b for seg in s["segments"] for b in seg["blocks"] if b["state"] == "active_allocated" and
+              any(f["filename"].endswith("3105878423.py") and f["line"] == 21 for f in b.get("frames", []))]
+    doc = analyze(os.path.join(REAL, CR))
+    if doc:
+        d = doc["devices"][0]
+        k = d.get("activations_kept_after_backward")
+        check(CR + ": kept", k is not None and k["bytes"] == sum(b["size"] for b in blocks) and
+              k["blocks"] == len(blocks), "%r vs %d blocks, %d bytes" % (k, len(blocks), sum(b["size"] for b in blocks)))
+        check(CR + ": bitsandbytes", k is not None and k["bitsandbytes"], repr(k))
+        f = [x for x in d["findings"] if x["kind"] == "activations_kept_after_backward"]
+        check(CR + ": finding", len(f) == 1 and "del outputs, loss" in f[0]["advice"], repr(f))
+# and no other real file keeps activations past a backward (Nesta's OOM tears its graph down
+# after the forward: frees in autograd's destructors are not a backward)
+for name in sorted(f for f in os.listdir(REAL) if not f.endswith(".md") and f != CR):
+    doc = analyze(os.path.join(REAL, name))
+    for d in doc["devices"] if doc else []:
+        check(name + ": kept after backward", not any(x["kind"] == "activations_kept_after_backward"
+                                                        for x in d["findings"]), "raised")
+
+
 def agrees(adv, by_role, total):
     b = lambda *rs: sum(by_role.get(r, 0) for r in rs)
     if adv.startswith("Activations hold"):

@@ -22,6 +22,7 @@
 #include "memsnap/analysis/fits.hpp"
 #include "memsnap/analysis/gradients.hpp"
 #include "memsnap/analysis/iterations.hpp"
+#include "memsnap/analysis/kept_after_backward.hpp"
 #include "memsnap/analysis/leaks.hpp"
 #include "memsnap/analysis/oom.hpp"
 #include "memsnap/analysis/page.hpp"
@@ -83,12 +84,14 @@ struct TraceSummary {
 /// Bytes by role at each state analyze reports (roles.hpp); each adds up to the state's
 /// allocated bytes.
 struct DeviceRoles {
-  std::vector<std::string> names;                    // by role id: the built-in roles, then the user's
-  RoleState dump;                                    // of state(): the dump, or --at
-  std::vector<RoleWhere> dump_where;                 // of state(): where its KV cache, NCCL, autocast blocks are
-  std::optional<RoleState> peak;                     // at the allocated peak
-  std::optional<GradientAccumulation> never_zeroed;  // gradients added into across steps
-  std::vector<RoleState> ooms;                       // parallel to ooms.explained
+  std::vector<std::string> names;     // by role id: the built-in roles, then the user's
+  RoleState dump;                     // of state(): the dump, or --at
+  std::vector<RoleWhere> dump_where;  // of state(): where its KV cache, NCCL, autocast blocks are
+  std::optional<RoleState> peak;      // at the allocated peak
+  std::optional<GradientAccumulation> never_zeroed;
+  std::optional<KeptAfterBackward>
+      kept_after_backward;      // activations still allocated after it  // gradients added into across steps
+  std::vector<RoleState> ooms;  // parallel to ooms.explained
   bool phases_from_annotations = false;
   bool from_trace = false;            // phases and lives decided (else the dumped stacks alone)
   std::vector<std::string> problems;  // a state whose roles did not add up (a bug: warned)

@@ -31,9 +31,10 @@ enum class FindingKind : uint8_t {
   // one pass
   ActivationsKeptWithoutBackward,
   // roles (issue 54)
-  StaleGradientsAtPeak,  // the previous step's gradients live through the forward at the peak
-  KvCacheReserved,       // a serving engine's KV cache holds much of the device (dump)
-  GradientsNeverZeroed,  // backward adds into every step's .grad: zero_grad never runs
+  StaleGradientsAtPeak,          // the previous step's gradients live through the forward at the peak
+  KvCacheReserved,               // a serving engine's KV cache holds much of the device (dump)
+  GradientsNeverZeroed,          // backward adds into every step's .grad: zero_grad never runs
+  ActivationsKeptAfterBackward,  // a forward's activations outlive its backward (the graph is held)
   // churn: memory returned to CUDA only to be asked for again
   CacheFlushRetry,
   EmptyCacheInLoop,
@@ -93,6 +94,9 @@ struct FindingThresholds {
   uint64_t empty_cache_min_reallocations = 8;
   // stale_gradients_at_peak: the previous step's gradients at the peak, this share of it
   double stale_gradient_share = 0.05;
+  // activations_kept_after_backward: at least this share of the peak and these bytes
+  double kept_after_backward_share = 0.05;
+  uint64_t kept_after_backward_min_bytes = 64ull << 20;
   // kv_cache_reserved: a KV cache this share of reserved memory at the dump
   double kv_cache_share = 0.25;
 };
