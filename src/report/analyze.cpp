@@ -8,6 +8,7 @@
 #include "memsnap/util/version.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
+#include "words.hpp"
 
 namespace memsnap::report {
 
@@ -161,6 +162,7 @@ void write_analyze_text(std::ostream& out, const Source& src, const analysis::An
     if (!first) out << '\n';
     first = false;
     out << bold << "device " << d.device << reset << '\n';
+    out << detail::wrap_block("verdict: " + detail::verdict_words(d), detail::prose_width(style), 2);
     detail::write_oom_headline_text(out, d, style);
     totals_block(out, d, style);
     detail::write_dump_roles_text(out, d, style);

@@ -51,7 +51,9 @@ Json verdict_json(const analysis::DeviceAnalysis& d) {
           {"memory_pressure", d.memory_pressure},
           {"training", d.training},
           {"finding", f ? Json(analysis::to_string(f->kind)) : Json()},
-          {"severity", f ? Json(analysis::to_string(f->severity)) : Json()}};
+          {"severity", f ? Json(analysis::to_string(f->severity)) : Json()},
+          {"capacity_bytes", d.capacity_bytes ? Json(*d.capacity_bytes) : Json()},
+          {"text", verdict_words(d)}};
 }
 
 Json churn_json(const analysis::Churn& c) {

@@ -238,22 +238,15 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot
 }
 
 void write_oom_headline_text(std::ostream& out, const DeviceAnalysis& d, const TextStyle& style) {
+  // The OOM itself is the device's verdict line (verdict_words); this says what the totals show.
   if (d.ooms.explained.empty() || !d.ooms.explained.front().from_trace) return;
-  const size_t width = prose_width(style);
-  const OomReport& r = d.ooms.explained.front();
-  const char* red = style.color ? "\033[1;31m" : "";
-  const char* reset = style.color ? "\033[0m" : "";
-  std::string line = "out of memory at event " + with_commas(*r.event_index) + ": " + human_bytes(r.requested_bytes) +
-                     " requested, cause " + to_string(r.cause());
-  if (d.ooms.total > 1) line += " (" + with_commas(d.ooms.total) + " OOM events in all)";
-  out << "  " << red << wrap(line, 2, 2, width) << reset << '\n';
   const OomReport& last = d.ooms.explained.back();
   if (last.freed_after_bytes)
     out << wrap_block("at the dump " + human_bytes(d.accounting.allocated_bytes) +
                           " is allocated: " + human_bytes(last.freed_after_bytes) +
                           " was freed after the OOM; the totals describe the dump, the OOM section the moment of "
                           "failure",
-                      width, 2);
+                      prose_width(style), 2);
 }
 
 void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin,

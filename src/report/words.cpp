@@ -271,11 +271,16 @@ Words model_per_step_words(const ModelPerStep& m) {
 
 // ---- the allocator's state at the dump
 
-constexpr const char* kNoPressure =
-    "None needed while the job fits: it neither ran out of memory nor came near its device's capacity, so "
-    "this cached memory cost it nothing.";
+// Without a known device size (an OOM's or --capacity), "near its capacity" cannot be said.
+std::string no_pressure_words(bool capacity_known) {
+  return capacity_known ? "None needed while the job fits: it neither ran out of memory nor came near its device's "
+                          "capacity, so this cached memory cost it nothing."
+                        : "None needed while the job fits: it did not run out of memory and the allocator never "
+                          "had to flush its cache. How close it came is unknown without the device's size: "
+                          "--capacity SIZE judges the headroom.";
+}
 
-Words stranded_words(const Accounting& a, bool expandable, bool pressure) {
+Words stranded_words(const Accounting& a, bool expandable, bool pressure, bool capacity_known) {
   Words w;
   w.message = human_bytes(a.stranded_bytes) + " (" + pct(a.stranded_bytes, a.reserved_bytes) +
               " of reserved memory) is stranded: free blocks in " +
@@ -290,7 +295,7 @@ Words stranded_words(const Accounting& a, bool expandable, bool pressure) {
                  "; the most from " + top.site + ": " + plural(top.blocks, "block", "blocks") + " of " +
                  human_bytes(top.live_bytes) + " strand " + human_bytes(top.stranded_bytes) + ".";
   }
-  w.advice = !pressure    ? std::string(kNoPressure)
+  w.advice = !pressure    ? no_pressure_words(capacity_known)
              : expandable ? "Expandable segments are on, so whole free pages already go back to CUDA; " +
                                 std::string(kFreeEarlier) + "."
                           : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments then grow and shrink "
@@ -300,7 +305,7 @@ Words stranded_words(const Accounting& a, bool expandable, bool pressure) {
 }
 
 Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapshot::AllocatorSettings& settings,
-                            bool pressure) {
+                            bool pressure, bool capacity_known) {
   Words w;
   char frag[16];
   std::snprintf(frag, sizeof frag, "%.2f", p.fragmentation);
@@ -311,7 +316,7 @@ Words fragmented_pool_words(const PoolAccount& p, bool expandable, const snapsho
               "): a request above that size on this stream needs new memory from CUDA "
               "even though the cache holds more bytes in total.";
   if (!pressure)
-    w.advice = kNoPressure;
+    w.advice = no_pressure_words(capacity_known);
   else if (expandable)
     w.advice =
         "Expandable segments are on, so the holes lie between allocated blocks: allocate long-lived "
@@ -579,9 +584,11 @@ Words finding_words(const Finding& f, const DeviceAnalysis& d, const snapshot::A
     case FindingKind::GradientsNeverZeroed:
     case FindingKind::ActivationsKeptAfterBackward:
     case FindingKind::KvCacheReserved: return role_finding_words(f, d);
-    case FindingKind::StrandedFreeMemory: return stranded_words(a, expandable, d.memory_pressure);
+    case FindingKind::StrandedFreeMemory:
+      return stranded_words(a, expandable, d.memory_pressure, d.capacity_bytes.has_value());
     case FindingKind::FragmentedPool:
-      return fragmented_pool_words(a.pools[f.index], expandable, settings, d.memory_pressure);
+      return fragmented_pool_words(a.pools[f.index], expandable, settings, d.memory_pressure,
+                                   d.capacity_bytes.has_value());
     case FindingKind::CacheFlushRetry: return retry_words(d.churn);
     case FindingKind::EmptyCacheInLoop: return empty_cache_words(d.churn);
     case FindingKind::BigLayer: return big_layer_words(*d.big_layer);

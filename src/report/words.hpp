@@ -23,6 +23,10 @@ Words finding_words(const analysis::Finding& f, const analysis::DeviceAnalysis& 
 /// zeroed, activations kept after the backward, a KV cache.
 Words role_finding_words(const analysis::Finding& f, const analysis::DeviceAnalysis& d);
 
+/// The line that opens a device (verdict.cpp): OOM or not, the peak, the device's size, the
+/// worst finding.
+std::string verdict_words(const analysis::DeviceAnalysis& d);
+
 /// Why an OOM cause holds, in numbers.
 std::string cause_evidence(analysis::OomCause cause, const analysis::OomReport& r,
                            const std::vector<analysis::Leak>& leaks);

@@ -5,7 +5,8 @@
 # known capacity), correctness findings apart; the churn findings fire exactly where the files
 # show churn (listed below by file-name prefix, checked when present) and nowhere else; the anti-pattern findings
 # (big_layer, model_per_step) fire on no real file; a file that shows training never gets
-# activations_kept_without_backward; text output fits 80 columns.
+# activations_kept_without_backward; text output fits 80 columns; every device opens with a
+# verdict line that says the device's size is unknown when nothing gives it (issue 49).
 import json
 import os
 import subprocess
@@ -81,6 +82,19 @@ for name in files:
     # allocator_settings: the Yiyi-philosophy pair here)
     if "PyTorch 2.0 keeps by default" in " ".join(text.split()) and not name.startswith("Yiyi-philosophy"):
         fail("%s: blames PyTorch 2.0's default ring buffer on a 2.1+ file" % name)
+    # issue 49: every used device opens with a verdict line; nothing claims the job came near a
+    # capacity memsnap does not know (no OOM message or --capacity here: the size is unknown)
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("device ") and line[7:].isdigit():
+            if i + 1 >= len(lines) or not lines[i + 1].startswith("  verdict: "):
+                fail("%s: %s has no verdict line" % (name, line))
+    known = any(d["verdict"]["capacity_bytes"] is not None for d in doc["devices"])
+    if not known and "came near its device's capacity" in " ".join(text.split()):
+        fail("%s: says it came near a capacity memsnap does not know" % name)
+    if not known and any("device size unknown" not in d["verdict"]["text"] and not d["verdict"]["oom"]
+                         for d in doc["devices"] if not d["unused"]):
+        fail("%s: a verdict does not say the device size is unknown" % name)
     for i, line in enumerate(text.splitlines()):
         if line.startswith("WARNING") or "  WARNING  " in line:
             pass  # judged on the JSON above

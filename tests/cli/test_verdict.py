@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# Issue 49: every device of `analyze` opens with one verdict line (text "verdict: ...", JSON
+# devices[].verdict.text): an OOM's event, request and cause from the snapgen truth; without an
+# OOM, the peak, and the device's size only when it is known (--capacity, an OOM message): else it
+# says the size is unknown, and no fix claims the job "came near its device's capacity".
+import json
+import re
+
+from clitest import check, finish, run, snap
+
+
+def human(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return ("%d B" % n) if unit == "B" else "%.2f %s" % (n, unit)
+        n /= 1024.0
+
+
+def verdict_text(out):
+    """The verdict of each device: the wrapped lines after 'device N' up to the next section."""
+    found, lines = [], out.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^device \d+$", line):
+            check("verdict follows " + line, i + 1 < len(lines) and lines[i + 1].startswith("  verdict: "),
+                  lines[i + 1] if i + 1 < len(lines) else "")
+            text = lines[i + 1].strip()
+            for more in lines[i + 2:]:
+                if not more.startswith("  ") or more.startswith("   ") or text.endswith("."):
+                    break
+                text += " " + more.strip()
+            found.append(text)
+    return found
+
+
+# An OOM: the truth's event, request and cause.
+with open(snap("frag.truth.json")) as fh:
+    truth = json.load(fh)
+rc, out, err = run(["analyze", snap("frag.pickle")])
+v = verdict_text(out)
+check("frag: one verdict", len(v) == 1, repr(v))
+oom = truth["oom"]
+if v:
+    check("frag: request", "asking for " + human(oom["requested"]) in v[0], v[0])
+    check("frag: cause", "(cause " + oom["cause"] + ")" in v[0], v[0])
+    check("frag: says out of memory", v[0].startswith("verdict: out of memory at event "), v[0])
+rc, out, err = run(["analyze", "--format", "json", snap("frag.pickle")])
+d = json.loads(out)["devices"][0]
+check("frag: JSON verdict text", d["verdict"]["text"].startswith("out of memory at event "), d["verdict"])
+# the OOM event's device_free is not the device's size (memory outside PyTorch is unknown)
+check("frag: JSON capacity is the OOM's", d["verdict"]["capacity_bytes"] == d["ooms"][0]["capacity_bytes"],
+      "%r vs %r" % (d["verdict"], d["ooms"][0]["capacity_bytes"]))
+
+# No OOM and no --capacity: the size is unknown, and said to be.
+with open(snap("train.truth.json")) as fh:
+    truth = json.load(fh)
+peak = truth["per_device"][0]["peak"]["allocated_bytes"]
+rc, out, err = run(["analyze", snap("train.pickle")])
+v = verdict_text(out)
+check("train: one verdict", len(v) == 1, repr(v))
+if v:
+    check("train: no OOM", v[0].startswith("verdict: no OOM; peak " + human(peak) + " allocated"), v[0])
+    check("train: size unknown", "device size unknown" in v[0], v[0])
+check("train: no claim about a capacity it does not know", "came near its device's capacity" not in out, out)
+rc, out, err = run(["analyze", "--format", "json", snap("train.pickle")])
+d = json.loads(out)["devices"][0]
+check("train: JSON capacity null", d["verdict"]["capacity_bytes"] is None, d["verdict"])
+
+# --capacity: the share of the device the peak reserved.
+cap = 4 * peak
+rc, out, err = run(["analyze", "--capacity", str(cap), snap("train.pickle")])
+v = verdict_text(out)
+rc2, js, err2 = run(["analyze", "--format", "json", "--capacity", str(cap), snap("train.pickle")])
+d = json.loads(js)["devices"][0]
+reserved = truth["per_device"][0]["peak"]["reserved_bytes"]
+check("train --capacity: peak reserved is the truth's", d["verdict"]["peak_reserved_bytes"] == reserved, d["verdict"])
+share = "%d%% of the %s device" % (round(100.0 * reserved / cap), human(cap))
+check("train --capacity: share", v and share in v[0], "%r (want %r)" % (v, share))
+check("train --capacity: JSON", d["verdict"]["capacity_bytes"] == cap, d["verdict"])
+finish()
