@@ -16,6 +16,7 @@ const char* to_string(CheckKind k) {
     case CheckKind::MaxStranded: return "max-stranded";
     case CheckKind::NoLeaks: return "no-leaks";
     case CheckKind::NoOom: return "no-oom";
+    case CheckKind::MinHeadroom: return "min-headroom";
   }
   return "?";
 }
@@ -31,7 +32,8 @@ const char* to_string(CheckStatus s) {
 }
 
 bool Limits::any() const {
-  return max_reserved || max_allocated || max_peak || max_stranded || max_fragmentation || no_leaks || no_oom;
+  return max_reserved || max_allocated || max_peak || max_stranded || max_fragmentation || no_leaks || no_oom ||
+         capacity || min_headroom;
 }
 
 std::optional<uint64_t>& Limits::size(CheckKind k) {
@@ -160,6 +162,29 @@ CheckLine oom_line(const std::string& file, const DeviceAnalysis& d, const snaps
   return line(file, d.device, CheckKind::NoOom, d.ooms.total, 0, "devices[].oom_events");
 }
 
+// What the device's size leaves above its reserved peak. Only a shortfall is a finding when the
+// trace dropped older events (a higher peak may be among them).
+CheckLine headroom_line(const std::string& file, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
+                        const Limits& limits) {
+  std::optional<uint64_t> capacity = limits.capacity ? limits.capacity : d.capacity_bytes;
+  uint64_t limit = limits.min_headroom.value_or(capacity ? *capacity / 10 : 0);
+  uint64_t reserved = std::max(d.peaks.reserved ? d.peaks.reserved->bytes : 0, d.accounting.reserved_bytes);
+  const char* field = d.peaks.reserved ? "devices[].peak_reserved.reserved_bytes" : "devices[].totals.reserved_bytes";
+  CheckLine l = line(file, d.device, CheckKind::MinHeadroom, 0, limit, field);
+  l.at_least = true;
+  if (!capacity) return skipped(l, SkipReason::CapacityUnknown);
+  l.capacity = *capacity;
+  l.figure = *capacity > reserved ? *capacity - reserved : 0;
+  l.status = *l.figure >= limit ? CheckStatus::Pass : CheckStatus::Fail;
+  if (l.status == CheckStatus::Pass && d.trace.dropped != DroppedEvents::NotShown) {
+    l = skipped(l, SkipReason::PeakWithinDroppedTrace);
+    l.skipped_figure = reserved;
+    l.trace = d.trace;
+    l.trace_alloc_max_entries = settings.trace_alloc_max_entries;
+  }
+  return l;
+}
+
 void check_device(const std::string& file, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
                   const Limits& limits, std::vector<CheckLine>& out) {
   const auto& t = d.accounting;
@@ -176,6 +201,7 @@ void check_device(const std::string& file, const DeviceAnalysis& d, const snapsh
                        "devices[].fragmentation.stranded_bytes"));
   if (limits.no_leaks) out.push_back(leaks_line(file, d));
   if (limits.no_oom) out.push_back(oom_line(file, d, settings));
+  if (limits.capacity || limits.min_headroom) out.push_back(headroom_line(file, d, settings, limits));
 }
 
 }  // namespace

@@ -47,6 +47,11 @@ analysis::Limits limits_of(const CheckRequest& a) {
     const std::string& text = a.sizes.at(analysis::to_string(k));
     if (!text.empty()) l.size(k) = size_value(text, std::string("--") + analysis::to_string(k));
   }
+  for (const char* name : {"capacity", "min-headroom"}) {
+    auto it = a.sizes.find(name);
+    if (it == a.sizes.end() || it->second.empty()) continue;
+    (std::string(name) == "capacity" ? l.capacity : l.min_headroom) = size_value(it->second, std::string("--") + name);
+  }
   if (!a.max_fragmentation.empty()) l.max_fragmentation = fraction_value(a.max_fragmentation, "--max-fragmentation");
   if (a.no_leaks) l.no_leaks = true;
   if (a.no_oom) l.no_oom = true;
@@ -93,7 +98,7 @@ void run_check(const CheckRequest& args, const report::TextStyle& style, std::os
   if (!limits.any())
     throw Failure(
         "check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
-        "--max-stranded, --no-leaks, --no-oom or --config)",
+        "--max-stranded, --no-leaks, --no-oom, --capacity, --min-headroom or --config)",
         kBadInput);
   size_t stdin_count = std::count(args.files.begin(), args.files.end(), std::string("-"));
   if (stdin_count > 1) throw Failure("- (stdin) can be given once", kBadInput);

@@ -293,7 +293,7 @@ ToolResult check_tool(const json& a, const ToolEnv& env) {
   for (const auto& f : a.at("files")) r.files.push_back(env.paths.check(f.get<std::string>()));
   r.jobs = 1;
   r.common = common(env);
-  for (const char* name : {"max-reserved", "max-allocated", "max-peak", "max-stranded"}) {
+  for (const char* name : {"max-reserved", "max-allocated", "max-peak", "max-stranded", "capacity", "min-headroom"}) {
     std::string key(name);
     for (char& c : key)
       if (c == '-') c = '_';
@@ -409,28 +409,31 @@ std::vector<Tool> make_tools() {
                   {"cpp", flag("Keep C++ frames in stacks that have Python frames")}},
                  {"file"}),
        flame_output_schema(), flame_tool});
-  t.push_back({"check", "Check memory limits",
-               "PASS, FAIL or SKIP per limit, file and device, as `memsnap check --format json` (a failed limit is "
-               "an answer, not an error).",
-               arguments({{"files",
-                           {{"type", "array"},
-                            {"description", "Snapshot files under the allowed paths"},
-                            {"items", file_arg()},
-                            {"minItems", 1},
-                            {"maxItems", 256}}},
-                          {"max_reserved", size_arg("Fail when memory reserved at the dump exceeds SIZE (e.g. 20GiB)")},
-                          {"max_allocated", size_arg("Fail when memory allocated at the dump exceeds SIZE")},
-                          {"max_peak", size_arg("Fail when the trace's peak of allocated memory exceeds SIZE")},
-                          {"max_stranded", size_arg("Fail when free memory stranded by live allocations exceeds SIZE")},
-                          {"max_fragmentation",
-                           {{"type", "number"},
-                            {"description", "Fail when a pool's fragmentation exceeds F"},
-                            {"minimum", 0},
-                            {"maximum", 1}}},
-                          {"no_leaks", flag("Fail when a site leaks across iterations")},
-                          {"no_oom", flag("Fail when the snapshot records an out-of-memory event")}},
-                         {"files"}),
-               check_output_schema(), check_tool});
+  t.push_back(
+      {"check", "Check memory limits",
+       "PASS, FAIL or SKIP per limit, file and device, as `memsnap check --format json` (a failed limit is "
+       "an answer, not an error).",
+       arguments({{"files",
+                   {{"type", "array"},
+                    {"description", "Snapshot files under the allowed paths"},
+                    {"items", file_arg()},
+                    {"minItems", 1},
+                    {"maxItems", 256}}},
+                  {"max_reserved", size_arg("Fail when memory reserved at the dump exceeds SIZE (e.g. 20GiB)")},
+                  {"max_allocated", size_arg("Fail when memory allocated at the dump exceeds SIZE")},
+                  {"max_peak", size_arg("Fail when the trace's peak of allocated memory exceeds SIZE")},
+                  {"max_stranded", size_arg("Fail when free memory stranded by live allocations exceeds SIZE")},
+                  {"capacity", size_arg("The device's size: adds min-headroom (a tenth of it by default)")},
+                  {"min_headroom", size_arg("Fail when the device's size less the reserved peak is under SIZE")},
+                  {"max_fragmentation",
+                   {{"type", "number"},
+                    {"description", "Fail when a pool's fragmentation exceeds F"},
+                    {"minimum", 0},
+                    {"maximum", 1}}},
+                  {"no_leaks", flag("Fail when a site leaks across iterations")},
+                  {"no_oom", flag("Fail when the snapshot records an out-of-memory event")}},
+                 {"files"}),
+       check_output_schema(), check_tool});
   return t;
 }
 

@@ -29,6 +29,12 @@ void add_limit_options(CLI::App& cmd, app::CheckRequest& args) {
   cmd.add_flag("--no-oom", args.no_oom,
                "Fail when the snapshot records an out-of-memory event (SKIP on a device without a trace, or one whose "
                "ring buffer dropped older events)");
+  size_opt("capacity",
+           "The device's size (e.g. 80GiB, 24GB): adds the min-headroom check, failing when less than a tenth "
+           "of it (or --min-headroom) is left above the trace's reserved peak");
+  size_opt("min-headroom",
+           "Fail when the device's size (--capacity, or an OOM message's) less the reserved peak is under SIZE "
+           "(SKIP when the size is unknown)");
   cmd.add_option("--config", args.config,
                  "Limits from a JSON object whose keys are these options without dashes, e.g. "
                  "{\"max-reserved\": \"20GiB\", \"no-leaks\": true}; the command line overrides it")

@@ -71,6 +71,8 @@ std::string check_skip_reason(const CheckLine& l) {
     }
     case SkipReason::NoTrace: return "not judged: the device has no trace, and OOM events are recorded only there";
     case SkipReason::OomsDropped: return "not judged: " + dropped() + ": an OOM among them would not show";
+    case SkipReason::CapacityUnknown:
+      return "not judged: the device's size is unknown (no OOM message gives it): pass --capacity SIZE";
   }
   return "";
 }
@@ -82,6 +84,7 @@ std::string short_name(analysis::CheckKind kind) {
   std::string check = analysis::to_string(kind);
   if (check.rfind("max-", 0) == 0) return check.substr(4);
   if (check.rfind("no-", 0) == 0) return check.substr(3);
+  if (check.rfind("min-", 0) == 0) return check.substr(4);
   return check;
 }
 
@@ -109,7 +112,10 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
       continue;
     }
     bool skip = l.status == CheckStatus::Skip;
-    const char* op = skip ? "  " : l.status == CheckStatus::Pass ? "<=" : "> ";
+    const char* op = skip                            ? "  "
+                     : l.at_least                    ? (l.status == CheckStatus::Pass ? ">=" : "< ")
+                     : l.status == CheckStatus::Pass ? "<="
+                                                     : "> ";
     out << pad_right(to_string(l.status), kStatus) << ' ' << pad_right(short_name(l.check), kCheck) << ' '
         << pad_left(skip ? "-" : check_figure_text(l), kNum) << ' ' << op << ' '
         << pad_right(skip ? "" : check_limit_text(l), kNum) << ' ' << pad_right(device_text(l.device), kDev) << ' '
@@ -117,6 +123,8 @@ void write_check_text(std::ostream& out, const std::vector<CheckLine>& lines, co
     if (skip) out << detail::wrap_block(detail::term(check_skip_reason(l), 1000), width, 6);
     if (l.check == analysis::CheckKind::MaxFragmentation && !skip)
       out << detail::wrap_block(fragmentation_note(l), width, 6);
+    if (l.check == analysis::CheckKind::MinHeadroom && !skip)
+      out << detail::wrap_block("free above the reserved peak on a " + human_bytes(l.capacity) + " device", width, 6);
   }
   CheckTotals t = check_totals(lines);
   out << t.checks << (t.checks == 1 ? " check: " : " checks: ") << t.passed << " passed, " << t.failed << " failed";
@@ -143,6 +151,7 @@ detail::Json result_json(const CheckLine& l) {
       {"pool", l.check == analysis::CheckKind::MaxFragmentation && !l.pool.empty() ? Json(l.pool) : Json()},
       {"pool_stranded_bytes", l.check == analysis::CheckKind::MaxFragmentation ? Json(l.pool_stranded_bytes) : Json()},
       {"floor_bytes", l.check == analysis::CheckKind::MaxFragmentation ? Json(l.floor_bytes) : Json()},
+      {"capacity_bytes", l.check == analysis::CheckKind::MinHeadroom && l.capacity ? Json(l.capacity) : Json()},
       {"limit_text", check_limit_text(l)},
       {"field", l.field}};
   if (skip) r["reason"] = check_skip_reason(l);
@@ -191,6 +200,8 @@ void write_check_json(std::ostream& out, const std::vector<CheckLine>& lines, co
   if (limits.max_fragmentation) limits_json["max-fragmentation"] = *limits.max_fragmentation;
   if (limits.no_leaks) limits_json["no-leaks"] = true;
   if (limits.no_oom) limits_json["no-oom"] = true;
+  if (limits.capacity) limits_json["capacity"] = *limits.capacity;
+  if (limits.min_headroom) limits_json["min-headroom"] = *limits.min_headroom;
   CheckTotals t = check_totals(lines);
   Json doc;
   doc["schema_version"] = kSchemaVersion;
@@ -261,8 +272,8 @@ void write_check_junit(std::ostream& out, const std::vector<CheckLine>& lines) {
         out << ">\n      <skipped message=\"" << xml_text(check_skip_reason(*l)) << "\"/>\n    </testcase>\n";
         continue;
       }
-      std::string msg = check + ": " + check_figure_text(*l) + " > limit " + check_limit_text(*l) +
-                        (l->device ? " on device " + std::to_string(*l->device) : "");
+      std::string msg = check + ": " + check_figure_text(*l) + (l->at_least ? " < limit " : " > limit ") +
+                        check_limit_text(*l) + (l->device ? " on device " + std::to_string(*l->device) : "");
       out << ">\n      <failure message=\"" << xml_text(msg) << "\" type=\"" << xml_text(check) << "\">"
           << xml_text(msg + " (" + l->field + ")") << "</failure>\n    </testcase>\n";
     }

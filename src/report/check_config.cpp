@@ -110,7 +110,18 @@ void read_check_config(std::string_view text, analysis::Limits& limits) {
     std::optional<analysis::CheckKind> size_check;
     for (analysis::CheckKind k : analysis::kSizeChecks)
       if (key == analysis::to_string(k)) size_check = k;
-    if (size_check) {
+    if (key == "capacity" || key == "min-headroom") {
+      std::optional<uint64_t>& slot = key == "capacity" ? limits.capacity : limits.min_headroom;
+      if (value.type == ConfigValue::String) {
+        auto v = parse_size(value.s);
+        if (!v) bad(where + ": not a size: '" + value.s + "'");
+        slot = *v;
+      } else if (value.type == ConfigValue::Unsigned) {
+        slot = value.u;
+      } else {
+        bad(where + ": a size is a string (\"20GiB\") or a number of bytes");
+      }
+    } else if (size_check) {
       if (value.type == ConfigValue::String) {
         auto v = parse_size(value.s);
         if (!v) bad(where + ": not a size: '" + value.s + "'");
@@ -130,7 +141,8 @@ void read_check_config(std::string_view text, analysis::Limits& limits) {
       (key == "no-leaks" ? limits.no_leaks : limits.no_oom) = value.b;
     } else {
       bad("unknown key '" + where +
-          "' (known: max-reserved, max-allocated, max-peak, max-fragmentation, max-stranded, no-leaks, no-oom)");
+          "' (known: max-reserved, max-allocated, max-peak, max-fragmentation, max-stranded, no-leaks, no-oom, "
+          "capacity, min-headroom)");
     }
   }
 }

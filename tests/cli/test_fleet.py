@@ -387,7 +387,7 @@ try:
     check("check: stderr", bad in err and err.endswith("memsnap: 1 file could not be read\n"), err)
     # usage errors
     expect_error("check: no limit", ["check", small], "check: no limit given (--max-reserved, --max-allocated, "
-                 "--max-peak, --max-fragmentation, --max-stranded, --no-leaks, --no-oom or --config)")
+                 "--max-peak, --max-fragmentation, --max-stranded, --no-leaks, --no-oom, --capacity, --min-headroom or --config)")
     expect_error("check: bad size", ["check", "--max-peak", "lots", small], "--max-peak: not a size: 'lots'")
     expect_error("check: bad fraction", ["check", "--max-fragmentation", "1.5", small],
                  "--max-fragmentation: not a fraction from 0 to 1: '1.5'")
@@ -403,7 +403,7 @@ try:
     unk = save(os.path.join(tmp, "unknown.json"), json.dumps({"max-peak": "1GiB", "max-pek": "2GiB"}))
     expect_error("config: unknown key", ["check", "--config", unk, big],
                  unk + ": unknown key 'max-pek' (known: max-reserved, max-allocated, max-peak, max-fragmentation, "
-                 "max-stranded, no-leaks, no-oom)")
+                 "max-stranded, no-leaks, no-oom, capacity, min-headroom)")
     badcfg = save(os.path.join(tmp, "badcfg.json"), json.dumps({"no-oom": "yes"}))
     expect_error("config: wrong type", ["check", "--config", badcfg, big], badcfg + ": no-oom: true or false")
     # --junit: the structure of the common JUnit schema, hostile names escaped
@@ -422,7 +422,7 @@ try:
         f.write("OLD")
     expect_error("junit: no limit leaves the file", ["check", "--junit", xml, small],
                  "check: no limit given (--max-reserved, --max-allocated, --max-peak, --max-fragmentation, "
-                 "--max-stranded, --no-leaks, --no-oom or --config)")
+                 "--max-stranded, --no-leaks, --no-oom, --capacity, --min-headroom or --config)")
     check("junit untouched on usage error", open(xml).read() == "OLD")
     expect_error("junit refuses an input", ["check", "--max-peak", "1GiB", "--junit", small, small],
                  run(["export", small, "-o", small])[2][len("memsnap: "):-1])

@@ -2,7 +2,8 @@
 # Issue 49: every device of `analyze` opens with one verdict line (text "verdict: ...", JSON
 # devices[].verdict.text): an OOM's event, request and cause from the snapgen truth; without an
 # OOM, the peak, and the device's size only when it is known (--capacity, an OOM message): else it
-# says the size is unknown, and no fix claims the job "came near its device's capacity".
+# says the size is unknown, and no fix claims the job "came near its device's capacity". check
+# --capacity / --min-headroom judges the headroom above the truth's reserved peak.
 import json
 import re
 
@@ -76,4 +77,24 @@ check("train --capacity: peak reserved is the truth's", d["verdict"]["peak_reser
 share = "%d%% of the %s device" % (round(100.0 * reserved / cap), human(cap))
 check("train --capacity: share", v and share in v[0], "%r (want %r)" % (v, share))
 check("train --capacity: JSON", d["verdict"]["capacity_bytes"] == cap, d["verdict"])
+
+# check --capacity / --min-headroom (issue 49): the device's size less the truth's reserved peak.
+rc, out, err = run(["check", "--format", "json", "--capacity", str(cap), "--min-headroom", str(cap - reserved),
+                    snap("train.pickle")])
+r = json.loads(out)["results"][0] if out else {}
+check("check: headroom at the limit passes", rc == 0 and r.get("status") == "pass" and
+      r.get("figure") == cap - reserved and r.get("check") == "min-headroom", "%d %r" % (rc, r))
+rc, out, err = run(["check", "--capacity", str(cap), "--min-headroom", str(cap - reserved + 1), snap("train.pickle")])
+check("check: one byte short fails", rc == 1 and out.startswith("FAIL  headroom"), "%d %r" % (rc, out))
+# --capacity alone: a tenth of it must stay free
+near = reserved + reserved // 20  # 5% of the peak left: under a tenth of the device
+rc, out, err = run(["check", "--format", "json", "--capacity", str(near), snap("train.pickle")])
+r = json.loads(out)["results"][0] if out else {}
+check("check: default a tenth", rc == 1 and r.get("limit") == near // 10 and r.get("capacity_bytes") == near,
+      "%d %r" % (rc, r))
+# no size known: not judged, never a pass
+rc, out, err = run(["check", "--format", "json", "--min-headroom", "1GiB", snap("train.pickle")])
+r = json.loads(out)["results"][0] if out else {}
+check("check: unknown size is skipped", rc == 0 and r.get("status") == "skip" and "--capacity" in r.get("reason", ""),
+      "%d %r" % (rc, r))
 finish()

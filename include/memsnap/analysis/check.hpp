@@ -12,6 +12,9 @@
 //                 few MiB is no reason to fail a job); the line names the pool
 //   devices       the devices with segments or trace events; every device when none has any
 //   --max-peak    the trace's allocated peak, or allocated at the dump without a trace
+//   headroom      --capacity SIZE (the device's size) less the trace's reserved peak (reserved at
+//                 the dump without a trace), at least --min-headroom (default a tenth of the
+//                 capacity); without --capacity an OOM message's size is used, else SKIP
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@ namespace memsnap::analysis {
 inline constexpr uint64_t kFragmentationFloorBytes = 32ull << 20;
 
 /// The checks, in the order they are made and printed.
-enum class CheckKind { MaxReserved, MaxAllocated, MaxPeak, MaxFragmentation, MaxStranded, NoLeaks, NoOom };
+enum class CheckKind { MaxReserved, MaxAllocated, MaxPeak, MaxFragmentation, MaxStranded, NoLeaks, NoOom, MinHeadroom };
 const char* to_string(CheckKind k);  // the option without dashes: "max-reserved", ..., "no-oom"
 inline constexpr CheckKind kSizeChecks[] = {CheckKind::MaxReserved, CheckKind::MaxAllocated, CheckKind::MaxPeak,
                                             CheckKind::MaxStranded};
@@ -37,6 +40,8 @@ struct Limits {
   std::optional<uint64_t> max_reserved, max_allocated, max_peak, max_stranded;
   std::optional<double> max_fragmentation;  // 0 to 1
   bool no_leaks = false, no_oom = false;
+  std::optional<uint64_t> capacity;      // --capacity: the device's size, for min-headroom
+  std::optional<uint64_t> min_headroom;  // --min-headroom (a tenth of --capacity when only that is given)
 
   bool any() const;
   /// The size limit of a size check (MaxReserved, MaxAllocated, MaxPeak, MaxStranded).
@@ -54,6 +59,7 @@ enum class SkipReason {
   TooFewIterations,        // no-leaks: fewer than kLeakMinIterations iterations found
   NoTrace,                 // no-oom: the device has no trace
   OomsDropped,             // no-oom: none in the trace, but older events were dropped
+  CapacityUnknown,         // min-headroom: no --capacity, and nothing in the file gives the size
 };
 
 /// One check of one file and device; or a file that could not be read (status Error,
@@ -64,6 +70,8 @@ struct CheckLine {
   CheckKind check = CheckKind::MaxReserved;
   CheckStatus status = CheckStatus::Pass;
   bool ratio = false;              // max-fragmentation: figure_ratio / limit_ratio
+  bool at_least = false;           // min-headroom: the figure passes at or above the limit
+  uint64_t capacity = 0;           // min-headroom: the device's size judged against
   std::optional<uint64_t> figure;  // bytes or a count; none when skipped
   uint64_t limit = 0;
   double figure_ratio = 0, limit_ratio = 0;
