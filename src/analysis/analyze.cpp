@@ -277,6 +277,8 @@ struct Analyzer {
     out.accounting = account(ctx, out.state());
     out.segment_order = segments_worst_first(out.state(), out.accounting);
     if (o.fits) out.fits = would_fit(out.state(), ctx.snap.settings, *o.fits);
+    if (o.trace && !replay && o.top_sites)
+      out.dump_sites = sites_by_bytes(ctx, out.state(), o.top_sites, &out.dump_other_sites);
     if (o.trace || o.timeline) {
       if (replay) {
         out.peaks = find_peaks(ctx, *replay, o.top_sites);

@@ -293,7 +293,6 @@ RoleState roles_of_state(const RoleTable& table, const snapshot::Device& state) 
     if (b.state != snapshot::BlockState::ActiveAllocated) continue;
     RoleId r = table.stack_role(b.stack);
     s.by_role.bytes[r] += b.size;
-    if (r == RoleId(Role::Unknown)) s.unknown_never_freed += b.size;
   }
   return s;
 }

@@ -399,6 +399,18 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
                                      {"across_a_step", g->across_a_step}};
     else
       d["gradients_never_zeroed"] = nullptr;
+    // without a trace: the sites live at the dump, largest first (null with a trace: see peak)
+    if (a.trace.entries == 0) {
+      Json sites = Json::array();
+      for (const auto& st : a.dump_sites) sites.push_back(detail::site_bytes_json(st));
+      d["dump_sites"] = {{"top_sites", std::move(sites)},
+                         {"other_sites",
+                          {{"sites", a.dump_other_sites.sites},
+                           {"live_bytes", a.dump_other_sites.live_bytes},
+                           {"allocations", a.dump_other_sites.allocations}}}};
+    } else {
+      d["dump_sites"] = nullptr;
+    }
     // a forward's activations still allocated after the backward (null: none, or no backward)
     if (const auto& k = a.roles.kept_after_backward) {
       Json frames = Json::array();

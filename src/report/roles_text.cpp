@@ -41,7 +41,9 @@ std::string roles_words(const analysis::RoleState& s, const std::vector<std::str
         known = human_bytes(s.unknown_freed_later) + " freed later in " + analysis::phase_words(*s.unknown_freed_in);
       if (s.unknown_never_freed)
         known += (known.empty() ? "" : ", ") + human_bytes(s.unknown_never_freed) + " never freed";
-      out += " (allocated before recording" + (known.empty() ? std::string() : ": " + known) + ")";
+      out += s.unknown_never_freed || s.unknown_freed_later
+                 ? " (allocated before recording" + (known.empty() ? std::string() : ": " + known) + ")"
+                 : std::string(" (no stack recorded)");
     }
   }
   return out.empty() ? "nothing allocated" : out;

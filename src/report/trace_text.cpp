@@ -77,6 +77,30 @@ std::string no_stack_note(const DeviceAnalysis& d) {
   return "";
 }
 
+// The sites live at one state, largest first, with the rest summed on a last row.
+void write_site_table(std::ostream& out, const char* title, const std::vector<analysis::SiteBytes>& top,
+                      const analysis::OtherSites& rest, const DeviceAnalysis& d, size_t width, const Sites* sites) {
+  if (top.empty()) return;
+  size_t site_w = width - 4 - 12 - 8;
+  out << "    " << pad_right(title, site_w) << pad_left("bytes", 12) << pad_left("blocks", 8) << '\n';
+  std::vector<std::string> names, vias;
+  for (const auto& s : top) names.push_back(s.site), vias.push_back(via_of(sites, s.site));
+  bool inline_via = vias_fit(names, vias, site_w);
+  for (size_t i = 0; i < top.size(); ++i) {
+    const auto& s = top[i];
+    site_row(out, s.site, site_w, pad_left(human_bytes(s.live_bytes), 12) + pad_left(with_commas(s.allocations), 8),
+             width, vias[i], inline_via);
+    if (s.site != Sites::kNoStack) continue;
+    std::string note = d.trace.entries ? no_stack_note(d)
+                                       : "allocated while memory history recording was off: the file keeps no "
+                                         "stack for them";
+    if (!note.empty()) out << wrap_block(note, width, 6);
+  }
+  if (rest.sites)
+    out << "    " << pad_right(with_commas(rest.sites) + (rest.sites == 1 ? " more site" : " more sites"), site_w)
+        << pad_left(human_bytes(rest.live_bytes), 12) << pad_left(with_commas(rest.allocations), 8) << '\n';
+}
+
 void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<int64_t>& origin, size_t width,
                 const Sites* sites) {
   const auto& p = *d.peaks.allocated;
@@ -99,23 +123,7 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
   if (d.roles.peak)
     out << head("by role")
         << wrap(roles_line("peak", p.allocated_bytes, *d.roles.peak, d.roles.names), kHead, kHead, width) << '\n';
-  if (p.top_sites.empty()) return;
-  size_t site_w = width - 4 - 12 - 8;
-  out << "    " << pad_right("live at the peak, by site", site_w) << pad_left("bytes", 12) << pad_left("blocks", 8)
-      << '\n';
-  std::vector<std::string> names, vias;
-  for (const auto& s : p.top_sites) names.push_back(s.site), vias.push_back(via_of(sites, s.site));
-  bool inline_via = vias_fit(names, vias, site_w);
-  for (size_t i = 0; i < p.top_sites.size(); ++i) {
-    const auto& s = p.top_sites[i];
-    site_row(out, s.site, site_w, pad_left(human_bytes(s.live_bytes), 12) + pad_left(with_commas(s.allocations), 8),
-             width, vias[i], inline_via);
-    if (s.site == Sites::kNoStack)
-      if (std::string note = no_stack_note(d); !note.empty()) out << wrap_block(note, width, 6);
-  }
-  if (const auto& o = p.other_sites; o.sites)
-    out << "    " << pad_right(with_commas(o.sites) + (o.sites == 1 ? " more site" : " more sites"), site_w)
-        << pad_left(human_bytes(o.live_bytes), 12) << pad_left(with_commas(o.allocations), 8) << '\n';
+  write_site_table(out, "live at the peak, by site", p.top_sites, p.other_sites, d, width, sites);
 }
 
 void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) {
@@ -191,6 +199,7 @@ void write_trace_text(std::ostream& out, const DeviceAnalysis& d, const snapshot
     out << "no entries (history recording was off, or enabled=\"state\")\n";
     if (!d.state().segments.empty() && d.ooms.explained.empty())
       out << std::string(kHead, ' ') << wrap(kExplainFromDump, kHead, kHead, width) << '\n';
+    write_site_table(out, "live at the dump, by site", d.dump_sites, d.dump_other_sites, d, width, sites);
     return;
   }
   std::string span = with_commas(t.entries) + (t.entries == 1 ? " entry" : " entries");

@@ -3,11 +3,13 @@
 # devices[].verdict.text): an OOM's event, request and cause from the snapgen truth; without an
 # OOM, the peak, and the device's size only when it is known (--capacity, an OOM message): else it
 # says the size is unknown, and no fix claims the job "came near its device's capacity". check
-# --capacity / --min-headroom judges the headroom above the truth's reserved peak.
+# --capacity / --min-headroom judges the headroom above the truth's reserved peak. A file without
+# a trace lists what is live at the dump by site.
 import json
+import os
 import re
 
-from clitest import check, finish, run, snap
+from clitest import TESTDATA, check, finish, run, snap
 
 
 def human(n):
@@ -77,6 +79,27 @@ check("train --capacity: peak reserved is the truth's", d["verdict"]["peak_reser
 share = "%d%% of the %s device" % (round(100.0 * reserved / cap), human(cap))
 check("train --capacity: share", v and share in v[0], "%r (want %r)" % (v, share))
 check("train --capacity: JSON", d["verdict"]["capacity_bytes"] == cap, d["verdict"])
+
+# A snapshot without a trace (testdata/roles/kv_cache: a serving engine's dump) still says what is
+# live at the dump, by site: every allocated byte of the truth, the KV cache's site first; a block
+# without a stack is "no stack recorded", never "never freed" (the dump alone cannot show that).
+
+
+kv = os.path.join(TESTDATA, "roles", "kv_cache.pickle")
+with open(kv.replace(".pickle", ".truth.json")) as fh:
+    by = json.load(fh)["per_device"][0]["allocated_by_role"]
+rc, out, err = run(["analyze", "--format", "json", kv])
+d = json.loads(out)["devices"][0]
+ds = d.get("dump_sites") or {"top_sites": [], "other_sites": {"live_bytes": 0}}
+total = sum(x["live_bytes"] for x in ds["top_sites"]) + ds["other_sites"]["live_bytes"]
+check("no trace: dump sites hold every allocated byte", total == sum(by.values()), "%d vs %r" % (total, by))
+check("no trace: the KV cache's site first", ds["top_sites"] and ds["top_sites"][0]["live_bytes"] == by["kv_cache"],
+      repr(ds["top_sites"][:1]))
+rc, out, err = run(["analyze", kv])
+check("no trace: text table", "live at the dump, by site" in out, out[-1500:])
+check("no trace: no claim of never freed", "never freed" not in out and "no stack recorded" in out, out[:2000])
+rc, out, err = run(["analyze", "--format", "json", snap("train.pickle")])
+check("trace: dump_sites null", json.loads(out)["devices"][0]["dump_sites"] is None, "")
 
 # check --capacity / --min-headroom (issue 49): the device's size less the truth's reserved peak.
 rc, out, err = run(["check", "--format", "json", "--capacity", str(cap), "--min-headroom", str(cap - reserved),

@@ -105,6 +105,9 @@ struct DeviceAnalysis {
   std::vector<uint32_t> segment_order;  // state()'s segments, worst first (segments_worst_first)
   std::optional<FitsAnswer> fits;
   TraceSummary trace;
+  // Without a trace: what is live at the dump, by site (a trace's peak has its own)
+  std::vector<SiteBytes> dump_sites;
+  OtherSites dump_other_sites;
   Peaks peaks;
   Iterations iterations;
   std::optional<Structure> structure;
