@@ -39,8 +39,8 @@ void add_analyze(CLI::App& app) {
                   "a repeating step with backward and optimizer work, or whole repeated passes)")
       ->option_text("NAME");
   cmd->add_option("--capacity", args->capacity,
-                  "The GPU's total memory (e.g. 80GiB): lets the OOM analysis tell memory held outside "
-                  "PyTorch's allocator")
+                  "The GPU's total memory (e.g. 80GiB): the verdict judges the headroom against it, and the OOM "
+                  "analysis tells memory held outside PyTorch's allocator")
       ->option_text("SIZE");
   cmd->add_option("--oom-size", args->oom_size,
                   "Explain an OOM the trace does not hold, using the dumped state: the \"Tried to allocate\" "
@@ -62,7 +62,16 @@ void add_analyze(CLI::App& app) {
                   "allocated over the trace; PATH matches a frame's file by its last components (model.py, "
                   "src/model.py)")
       ->option_text("PATH");
-  cmd->callback([args] { app::run_analyze(*args, text_style(args->common)); });
+  auto verbose = std::make_shared<bool>(false);
+  cmd->add_flag("-v,--verbose", *verbose,
+                "The cache's state in full (free memory by cause, pools, pinning sites) and its information-only "
+                "findings, also on a device that never came near running out of memory (they are shown anyway "
+                "when it did)");
+  cmd->callback([args, verbose] {
+    report::TextStyle style = text_style(args->common);
+    style.verbose = *verbose;
+    app::run_analyze(*args, style);
+  });
 }
 
 }  // namespace memsnap::cli

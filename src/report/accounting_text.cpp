@@ -223,6 +223,17 @@ void write_accounting_text(std::ostream& out, const analysis::Accounting& f, con
   if (!f.pinning_sites.empty()) write_pinning_sites(out, f, style, width);
 }
 
+void write_free_summary_text(std::ostream& out, const analysis::Accounting& f, const TextStyle& style) {
+  const size_t width = size_t(std::max(style.width, 40));
+  if (f.segment_count == 0) return;
+  const uint64_t cached = f.reserved_bytes > f.allocated_bytes ? f.reserved_bytes - f.allocated_bytes : 0;
+  std::string line = "cached free " + human_bytes(cached);
+  if (cached)
+    line += ": " + human_bytes(f.releasable_bytes) + " empty_cache() would return, " + human_bytes(f.stranded_bytes) +
+            " stranded by allocations; -v shows free memory by cause, pool and pinning site";
+  out << '\n' << wrap_block(line, width, 2);
+}
+
 void write_fits_text(std::ostream& out, const analysis::FitsAnswer& a, const TextStyle& style) {
   const size_t width = size_t(std::max(style.width, 40));
   const std::string pool = std::string(snapshot::to_string(a.pool)) + " pool";

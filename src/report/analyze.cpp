@@ -166,11 +166,16 @@ void write_analyze_text(std::ostream& out, const Source& src, const analysis::An
     detail::write_oom_headline_text(out, d, style);
     totals_block(out, d, style);
     detail::write_dump_roles_text(out, d, style);
-    detail::write_accounting_text(out, d.accounting, style);
+    // The cache's state in full only when it mattered (memory pressure) or was asked for (-v).
+    const bool state_in_full = style.verbose || d.memory_pressure;
+    if (state_in_full)
+      detail::write_accounting_text(out, d.accounting, style);
+    else
+      detail::write_free_summary_text(out, d.accounting, style);
     if (d.fits) detail::write_fits_text(out, *d.fits, style);
     detail::write_trace_text(out, d, snap.settings, result.time_origin_us, style, &src.context.sites);
     detail::write_oom_text(out, d, result.time_origin_us, style);
-    detail::write_findings_text(out, d, snap.settings, style);
+    detail::write_findings_text(out, d, snap.settings, style, state_in_full);
   }
   if (!unused.empty()) {
     if (!first) out << '\n';

@@ -17,6 +17,8 @@ namespace memsnap::report::detail {
 inline constexpr size_t kLabel = 36, kBytes = 17, kHuman = 13;
 /// Text width to lay out in: the terminal's, within 60..160 columns for prose.
 size_t prose_width(const TextStyle& style);
+/// One line for the cache's free memory when analyze leaves its breakdown to -v.
+void write_free_summary_text(std::ostream& out, const analysis::Accounting& a, const TextStyle& style);
 
 /// "memsnap 0.1.0  PATH" and the input line.
 void write_header_text(std::ostream& out, const Source& src, const std::optional<int64_t>& origin,
@@ -35,8 +37,10 @@ void write_trace_text(std::ostream& out, const analysis::DeviceAnalysis& d, cons
 void write_oom_headline_text(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style);
 void write_oom_text(std::ostream& out, const analysis::DeviceAnalysis& d, const std::optional<int64_t>& origin,
                     const TextStyle& style);
+/// `state_notes`: the information-only findings about the cache's state (stranded, fragmented,
+/// releasable, pending) are printed; else they are counted on one line (analyze -v shows them).
 void write_findings_text(std::ostream& out, const analysis::DeviceAnalysis& d, const snapshot::AllocatorSettings& s,
-                         const TextStyle& style);
+                         const TextStyle& style, bool state_notes = true);
 /// Role name -> bytes, every role (the built-in ones, then the user's), as analyze's JSON.
 nlohmann::ordered_json by_role_json(const analysis::RoleState& s, const std::vector<std::string>& names);
 /// The state's phase name ("forward"), or null.

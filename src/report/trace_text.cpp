@@ -1,5 +1,6 @@
 // Text for the trace part of `analyze` (span, replay, peaks, iterations or structure,
 // leaks), the OOM section and the findings.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <ostream>
@@ -341,16 +342,28 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
 }
 
 void write_findings_text(std::ostream& out, const DeviceAnalysis& d, const snapshot::AllocatorSettings& settings,
-                         const TextStyle& style) {
+                         const TextStyle& style, bool state_notes) {
   const size_t width = prose_width(style);
   out << '\n' << "  " << (style.color ? "\033[1m" : "") << "findings" << (style.color ? "\033[0m" : "") << '\n';
-  if (d.findings.empty()) {
+  auto state_note = [&](const Finding& f) {
+    return !state_notes && f.severity == Severity::Info &&
+           (f.kind == FindingKind::StrandedFreeMemory || f.kind == FindingKind::FragmentedPool ||
+            f.kind == FindingKind::ReleasableCache || f.kind == FindingKind::PendingFree);
+  };
+  const size_t notes = size_t(std::count_if(d.findings.begin(), d.findings.end(), state_note));
+  if (d.findings.size() == notes) {
     out << "    none: nothing here crosses a threshold\n";
+    if (notes)
+      out << wrap_block(with_commas(notes) + (notes == 1 ? " note" : " notes") +
+                            " on the cache's state, none needing a fix while the job fits: -v shows " +
+                            (notes == 1 ? "it" : "them"),
+                        width, 4);
     return;
   }
   constexpr size_t kShown = 20;
   size_t shown = 0;
   for (const auto& f : d.findings) {
+    if (state_note(f)) continue;
     if (shown == kShown) {
       out << wrap_block(with_commas(d.findings.size() - kShown) + " more findings listed in JSON", width, 2);
       break;
@@ -368,6 +381,11 @@ void write_findings_text(std::ostream& out, const DeviceAnalysis& d, const snaps
     out << "  " << sev << "  " << to_string(f.kind) << '\n' << wrap_block(term(w.message, 4096), width, 4);
     if (!w.advice.empty()) out << wrap_block("fix: " + term(w.advice, 2048), width, 4);
   }
+  if (notes)
+    out << wrap_block("and " + with_commas(notes) + (notes == 1 ? " note" : " notes") +
+                          " on the cache's state, none needing a fix while the job fits: -v shows " +
+                          (notes == 1 ? "it" : "them"),
+                      width, 2);
 }
 
 }  // namespace memsnap::report::detail

@@ -177,7 +177,7 @@ with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "releasable.pickle")
     with open(path, "wb") as fh:
         pickle.dump({"segments": segments, "device_traces": [[]]}, fh, protocol=4)
-    rc, out, err = run(["analyze", path], {"COLUMNS": "80"})
+    rc, out, err = run(["analyze", "-v", path], {"COLUMNS": "80"})
     text = " ".join(out.split())
     want = "is cached but holds no allocated block (%d whole segments, %.2f MiB, and free pages of %.2f MiB in 1 " \
            "segment that still holds allocated blocks)" % (len(whole), sum(whole) / MiB, free_pages / MiB)

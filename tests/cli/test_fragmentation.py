@@ -68,7 +68,7 @@ rc, out, err = run(["analyze", "--format", "json", snap("expandable.pickle")])
 fr = json.loads(out)["devices"][0]["fragmentation"]
 check("expandable regime", fr["regime"] == "expandable", fr["regime"])
 check("expandable releasable", fr["releasable_bytes"] > 0 and fr["stranded_bytes"] > 0, fr)
-rc, out, err = run(["analyze", snap("expandable.pickle")], {"COLUMNS": "80"})
+rc, out, err = run(["analyze", "-v", snap("expandable.pickle")], {"COLUMNS": "80"})
 check("expandable text", "expandable segments: whole free pages" in out, out[:2000])
 fits_80("analyze expandable", out)
 

@@ -82,7 +82,7 @@ for f in files:
     recorded = any(s.get("frames") or any(b.get("frames") for b in s["blocks"]) for s in doc["segments"]) or \
         any(e.get("frames") for t in doc.get("device_traces", []) for e in t)
     want = "allocated while memory history recording was off" if recorded else "this file has no stacks"
-    lines = run(["analyze", f], env)[1].splitlines()
+    lines = run(["analyze", "-v", f], env)[1].splitlines()
     def paragraph_head(i):  # the first line of the blank-line-separated section holding line i
         while i > 0 and lines[i - 1].strip():
             i -= 1

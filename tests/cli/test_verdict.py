@@ -80,6 +80,15 @@ share = "%d%% of the %s device" % (round(100.0 * reserved / cap), human(cap))
 check("train --capacity: share", v and share in v[0], "%r (want %r)" % (v, share))
 check("train --capacity: JSON", d["verdict"]["capacity_bytes"] == cap, d["verdict"])
 
+# -v: a healthy device's cache state in full only when asked; an OOM's always.
+rc, out, err = run(["analyze", snap("train.pickle")])
+HEADING = "\n  free memory by cause\n"
+check("healthy: no breakdown without -v", HEADING not in out and "-v shows free memory" in out, out)
+rc, out, err = run(["analyze", "-v", snap("train.pickle")])
+check("healthy -v: breakdown", HEADING in out and "-v shows" not in out, out)
+rc, out, err = run(["analyze", snap("frag.pickle")])
+check("OOM: breakdown without -v", HEADING in out and "pinning sites" in out, out)
+
 # A snapshot without a trace (testdata/roles/kv_cache: a serving engine's dump) still says what is
 # live at the dump, by site: every allocated byte of the truth, the KV cache's site first; a block
 # without a stack is "no stack recorded", never "never freed" (the dump alone cannot show that).

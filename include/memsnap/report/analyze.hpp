@@ -13,6 +13,9 @@ namespace memsnap::report {
 struct TextStyle {
   int width = 80;      // terminal columns (callers cap it to a sane range)
   bool color = false;  // ANSI colour (only when stdout is a terminal)
+  /// analyze -v: the cache's state in full (free memory by cause, pools, pinning sites) and its
+  /// information-only findings even on a device under no memory pressure.
+  bool verbose = false;
 };
 
 /// What a report says about where its figures came from.
