@@ -363,6 +363,11 @@ AnalyzeResult analyze(const Context& ctx, const AnalyzeOptions& o) {
   std::vector<const snapshot::Device*> chosen;
   for (const auto& d : snap.devices)
     if (!o.device || d.index == *o.device) chosen.push_back(&d);
+  // --at without --device: the devices whose trace holds that event (others are named on stderr)
+  if (!o.device && chosen.size() > 1 && (o.at || o.at_time))
+    chosen =
+        devices_with_event(chosen, o.at ? "--at " + std::to_string(*o.at) : "--at-time " + std::to_string(*o.at_time),
+                           o.at, o.at ? std::nullopt : o.at_time, result.warnings);
   if (const auto& m = o.oom.message; m && m->device && !snap.device(*m->device))
     result.warnings.push_back("--oom-message: it is about GPU " + std::to_string(*m->device) +
                               ", which is not a device of this snapshot: no OOM is checked against it");

@@ -30,6 +30,28 @@ std::string event_time_problem(const snapshot::Device& d, int64_t time_us) {
   return dev + "'s first timed trace entry is at " + std::to_string(*first) + " us";
 }
 
+std::vector<const snapshot::Device*> devices_with_event(const std::vector<const snapshot::Device*>& devices,
+                                                        const std::string& option, std::optional<uint64_t> index,
+                                                        std::optional<int64_t> time_us,
+                                                        std::vector<std::string>& left_out) {
+  std::vector<const snapshot::Device*> kept;
+  std::vector<std::string> why;
+  for (const snapshot::Device* d : devices) {
+    std::string problem = index ? event_index_problem(*d, *index) : time_us ? event_time_problem(*d, *time_us) : "";
+    if (problem.empty())
+      kept.push_back(d);
+    else
+      why.push_back(std::move(problem));
+  }
+  if (kept.empty()) {
+    std::string all;
+    for (const auto& w : why) all += (all.empty() ? "" : "; ") + w;
+    throw UsageError(option + ": no device's trace holds it (" + all + ")");
+  }
+  for (auto& w : why) left_out.push_back(option + ": left out, as " + w);
+  return kept;
+}
+
 DeviceEvents list_events(const Context& ctx, const snapshot::Device& d, const EventsOptions& o) {
   DeviceEvents out;
   out.device = d.index;

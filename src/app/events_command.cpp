@@ -2,11 +2,13 @@
 #include "memsnap/app/events_command.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <iostream>
 
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/app/output.hpp"
 #include "memsnap/report/events.hpp"
+#include "memsnap/util/terminal.hpp"
 
 namespace memsnap::app {
 
@@ -27,10 +29,19 @@ void run_events(const EventsRequest& request, const report::TextStyle& style, st
         if (!origin || e.time_us < *origin) origin = e.time_us;
         break;
       }
-  for (const auto& d : snap.devices) {
-    if (request.device && d.index != *request.device) continue;
-    devices.push_back(analysis::list_events(ctx, d, options));
+  std::vector<const snapshot::Device*> chosen;
+  for (const auto& d : snap.devices)
+    if (!request.device || d.index == *request.device) chosen.push_back(&d);
+  // --around INDEX without --device: the devices whose trace holds that event
+  uint64_t index = 0;
+  auto [end, ec] = std::from_chars(request.around.data(), request.around.data() + request.around.size(), index);
+  if (!request.device && chosen.size() > 1 && ec == std::errc() && !request.around.empty() &&
+      end == request.around.data() + request.around.size()) {
+    std::vector<std::string> left_out;
+    chosen = analysis::devices_with_event(chosen, "--around " + request.around, index, std::nullopt, left_out);
+    for (const auto& l : left_out) std::cerr << "memsnap: note: " << terminal_safe(l) << '\n';
   }
+  for (const snapshot::Device* d : chosen) devices.push_back(analysis::list_events(ctx, *d, options));
   // --around oom on a file without one: one line, as for an event index the file lacks.
   if (request.around == "oom" && std::none_of(devices.begin(), devices.end(), [](const auto& d) { return d.center; }))
     throw Failure(

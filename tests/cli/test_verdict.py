@@ -4,12 +4,14 @@
 # OOM, the peak, and the device's size only when it is known (--capacity, an OOM message): else it
 # says the size is unknown, and no fix claims the job "came near its device's capacity". check
 # --capacity / --min-headroom judges the headroom above the truth's reserved peak. A file without
-# a trace lists what is live at the dump by site.
+# a trace lists what is live at the dump by site. --at/--around pick the devices holding the event.
 import json
 import os
+import pickle
+import tempfile
 import re
 
-from clitest import TESTDATA, check, finish, run, snap
+from clitest import TESTDATA, check, expect_error, finish, run, snap
 
 
 def human(n):
@@ -109,6 +111,30 @@ check("no trace: text table", "live at the dump, by site" in out, out[-1500:])
 check("no trace: no claim of never freed", "never freed" not in out and "no stack recorded" in out, out[:2000])
 rc, out, err = run(["analyze", "--format", "json", snap("train.pickle")])
 check("trace: dump_sites null", json.loads(out)["devices"][0]["dump_sites"] is None, "")
+
+# --at / --around without --device on a file whose devices' traces differ (issue 49: Constructor-
+# Sun's device 1 has no trace): the devices holding the event are used, the others named on stderr.
+
+
+tmp = tempfile.mkdtemp(prefix="memsnap-verdict-")
+with open(snap("devices2.pickle"), "rb") as fh:
+    two = pickle.load(fh)
+n0 = len(two["device_traces"][0])
+two["device_traces"][1] = []
+one_traced = os.path.join(tmp, "one_traced.pickle")
+with open(one_traced, "wb") as fh:
+    pickle.dump(two, fh)
+at = n0 // 2
+rc, out, err = run(["events", "--around", str(at), one_traced])
+check("events --around: the traced device", rc == 0 and "device 0: events" in out and "device 1" not in out,
+      "%d %r %r" % (rc, out[:300], err))
+check("events --around: says device 1 is left out", "device 1 has no trace entries" in err, err)
+rc, out, err = run(["analyze", "--format", "json", "--at", str(at), one_traced])
+check("analyze --at: the traced device", rc == 0 and [d["device"] for d in json.loads(out)["devices"]] == [0],
+      "%d %r" % (rc, err))
+expect_error("no device holds it", ["events", "--around", str(n0 + 5), one_traced],
+             "--around %d: no device's trace holds it (device 0 has %d trace entries (valid indices 0 to %d); "
+             "device 1 has no trace entries)" % (n0 + 5, n0, n0 - 1))
 
 # check --capacity / --min-headroom (issue 49): the device's size less the truth's reserved peak.
 rc, out, err = run(["check", "--format", "json", "--capacity", str(cap), "--min-headroom", str(cap - reserved),

@@ -50,6 +50,14 @@ std::string event_index_problem(const snapshot::Device& device, uint64_t index);
 /// trace entry is at 1700000000000000 us"); empty when one is.
 std::string event_time_problem(const snapshot::Device& device, int64_t time_us);
 
+/// Without --device, an event index (or time) applies to the devices whose trace holds it: those
+/// are kept, and `left_out` gets one line for each device dropped ("device 1: no trace entries").
+/// When no device holds it: a UsageError "OPTION: no device has it (device 0 has ...; device 1 ...)".
+std::vector<const snapshot::Device*> devices_with_event(const std::vector<const snapshot::Device*>& devices,
+                                                        const std::string& option, std::optional<uint64_t> index,
+                                                        std::optional<int64_t> time_us,
+                                                        std::vector<std::string>& left_out);
+
 /// Throws UsageError when `around` names no event (no OOM, an index out of range).
 DeviceEvents list_events(const Context& ctx, const snapshot::Device& device, const EventsOptions& options);
 
