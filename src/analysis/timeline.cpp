@@ -129,6 +129,47 @@ void add_site_columns(const Context& ctx, const Replay& replay, const std::vecto
   }
 }
 
+// --by-role: the bytes of each role at every kept point, from the replay's live ranges and the
+// roles BlockRoles gives them (as analyze's peak.by_role), and the phase spans.
+void add_role_columns(const Context& ctx, const Replay& replay, const std::vector<uint32_t>& keep,
+                      const TimelineOptions& opt, Timeline& t) {
+  RoleTable table(ctx, opt.roles);
+  Phases phases(ctx, table.stacks(), replay.device(), &replay);
+  BlockRoles roles(table, replay, phases);
+  const size_t cols = table.size();
+  t.role_names = table.names();
+  std::vector<uint64_t> live(cols, 0);
+  std::vector<Change> changes;
+  const uint32_t n = static_cast<uint32_t>(replay.ranges().size());
+  for (uint32_t id = 0; id < n; ++id) {
+    if (replay.pending_at_start_of(id)) continue;
+    const uint32_t role = roles.of(id), begin = replay.begin_of(id), freed = replay.freed_of(id);
+    const uint64_t size = replay.size_of(id);
+    if (begin == kWindowStart)
+      live[role] += size;
+    else
+      changes.push_back({begin, role, static_cast<int64_t>(size)});
+    if (freed != kNever) changes.push_back({freed, role, -static_cast<int64_t>(size)});
+  }
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return a.event != b.event ? a.event < b.event : a.delta < b.delta;
+  });
+  t.role_bytes.assign(keep.size() * cols, 0);
+  size_t c = 0;
+  for (size_t k = 0; k < keep.size(); ++k) {
+    for (; c < changes.size() && changes[c].event <= keep[k]; ++c)
+      live[changes[c].site] += static_cast<uint64_t>(changes[c].delta);
+    std::copy(live.begin(), live.end(), t.role_bytes.begin() + static_cast<ptrdiff_t>(k * cols));
+  }
+  if (!ctx.snap.stacks.has_frames() && !phases.from_annotations()) return;  // nothing tells the phases
+  const auto& trace = replay.device().trace;
+  for (uint32_t i = 0; i < phases.size(); ++i)
+    if (t.phases.empty() || phases.span(i) != phases.span(i - 1)) {
+      auto e = trace[i];
+      t.phases.push_back({i, e.has_time() ? std::optional<int64_t>(e.time_us) : std::nullopt, phases.at(i)});
+    }
+}
+
 }  // namespace
 
 Timeline build_timeline(const Context& ctx, const Replay& replay, const std::optional<Peak>& peak,
@@ -182,9 +223,9 @@ Timeline build_timeline(const Context& ctx, const Replay& replay, const std::opt
     auto v = at(i);
     t.points.push_back({i, time_of(i), v[0], v[1], v[2]});
   }
-  if (!opt.by_site) return t;
-
-  add_site_columns(ctx, replay, keep, opt, t);
+  t.by_role = opt.by_role;
+  if (opt.by_role) add_role_columns(ctx, replay, keep, opt, t);
+  if (opt.by_site) add_site_columns(ctx, replay, keep, opt, t);
   return t;
 }
 

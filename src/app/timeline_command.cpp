@@ -32,6 +32,8 @@ analysis::AnalyzeOptions timeline_analyze_options(const TimelineRequest& args) {
   topt.max_points = args.points;
   topt.by_site = args.by_site;
   topt.top_sites = args.top_sites;
+  topt.by_role = args.by_role;
+  for (const auto& r : args.roles) topt.roles.user.push_back(analysis::parse_role_rule(r));  // exit 2 if bad
   options.timeline = topt;
   return options;
 }
@@ -61,6 +63,8 @@ std::vector<analysis::Timeline> take_timelines(analysis::AnalyzeResult& result, 
 
 void run_timeline(const TimelineRequest& args) {
   PlotFormat format = resolve_format(args);
+  if (args.by_role && args.by_site) throw Failure("--by-role and --by-site: choose one", kBadInput);
+  if (!args.roles.empty() && !args.by_role) throw Failure("--role: only with --by-role", kBadInput);
   io::OutputFile output = open_output(args.output, {args.file});  // refused or unwritable: before the work
   snapshot::Loaded loaded = load(args.file, args.common);
   std::string shown = shown_path(args.file);

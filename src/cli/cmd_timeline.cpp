@@ -22,6 +22,14 @@ void add_timeline_options(CLI::App& cmd, app::TimelineRequest& args) {
   cmd.add_option("--top-sites", args.top_sites, "Sites shown with --by-site; the rest are 'other' (default 8)")
       ->check(CLI::Range(size_t{1}, size_t{64}))
       ->option_text("K");
+  cmd.add_flag("--by-role", args.by_role,
+               "Stack the live bytes of each role (weights, gradients, optimizer state, activations...) under "
+               "the curve, with the phases (forward, backward, optimizer step) marked");
+  cmd.add_option("--role", args.roles,
+                 "With --by-role, a role of your own: blocks whose allocation stack has a frame matching GLOB "
+                 "are NAME (repeatable; first match wins, before the built-in roles)")
+      ->allow_extra_args(false)  // one rule per --role: FILE may follow it
+      ->option_text("NAME=GLOB");
   cmd.add_option("--device", args.device, "Only this device (default: every device with a trace)")->option_text("N");
   cmd.add_option("--points", args.points,
                  "Most points per device (default 2000); each bucket keeps its lowest and highest values")

@@ -257,6 +257,20 @@ constexpr const char* kMuted = "#666666";
 constexpr const char* kSiteFill[] = {"#a6c8ec", "#fdc48a", "#a8dba0", "#f4a6a6", "#cdb8e0",
                                      "#d2b4a8", "#f5bfdc", "#dede9a", "#a3e0e8", "#c2c2f0"};
 constexpr const char* kOtherFill = "#dcdcdc";
+// Fills by built-in role (roles.hpp order); a user's roles take kSiteFill's.
+constexpr const char* kRoleFill[] = {"#a6c8ec", "#fdc48a", "#a8dba0", "#f4a6a6", "#cdb8e0", "#d2b4a8",
+                                     "#f5bfdc", "#a3e0e8", "#dede9a", "#dcdcdc", "#efefef"};
+// Phase bands above the plot, by Phase.
+constexpr const char* kPhaseFill[] = {"#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#bab0ac"};
+static_assert(std::size(kRoleFill) == size_t(analysis::kBuiltinRoles) && std::size(kPhaseFill) == analysis::kPhases);
+
+const char* role_fill(size_t r) {
+  return r < std::size(kRoleFill) ? kRoleFill[r] : kSiteFill[r % std::size(kSiteFill)];
+}
+
+std::string role_name(const Timeline& t, size_t r) {
+  return r < size_t(analysis::kBuiltinRoles) ? analysis::role_words(analysis::Role(r)) : t.role_names[r];
+}
 
 std::string dash_attr(const LineStyle& s) {
   return *s.dash ? std::string(" stroke-dasharray=\"") + s.dash + "\"" : std::string();
@@ -329,7 +343,8 @@ struct Panel {
   // the last event of every device: the series run to the end of the shared axis.
   double x_end = 0;
   bool show_peak = false;
-  size_t shown = 0;  // with sites: columns 0..shown-1 are sites, column `shown` is everything else
+  size_t shown = 0;             // with sites: columns 0..shown-1 are sites, column `shown` is everything else
+  std::vector<size_t> roles{};  // with roles: those with bytes at some point, bottom of the stack first
 
   double x_at(uint32_t event, const std::optional<int64_t>& time) const { return f.x(x_value(t, event, time, sh)); }
 };
@@ -351,7 +366,7 @@ Panel layout_panel(const Timeline& t, const Shared& sh, double top, const SvgOpt
   p.top = top;
   p.width = o.width;
   const double H = o.panel_height;
-  p.legend_w = t.by_site ? std::clamp(p.width * 0.3, 240.0, 380.0) : 170.0;
+  p.legend_w = t.by_site ? std::clamp(p.width * 0.3, 240.0, 380.0) : t.by_role ? 220.0 : 170.0;
   Frame& f = p.f;
   f.left = 74;
   f.right = p.width - p.legend_w - 20;
@@ -372,6 +387,12 @@ Panel layout_panel(const Timeline& t, const Shared& sh, double top, const SvgOpt
   p.x_end = std::max(p.xs.empty() ? f.left : p.xs.back(), f.x(t.timed ? sh.time_span_us : sh.max_index));
   p.show_peak = t.peak && t.peak->allocated_bytes > 0;
   p.shown = sites_with_room(p);
+  for (size_t r = 0; t.by_role && r < t.role_names.size(); ++r)
+    for (size_t i = 0; i < t.points.size(); ++i)
+      if (t.role_value(i, r)) {
+        p.roles.push_back(r);
+        break;
+      }
   return p;
 }
 
@@ -433,13 +454,16 @@ uint64_t area_value(const Panel& p, size_t i, size_t k) {
 }
 
 // With sites: one pale area per shown site, stacked from the bottom, then "other sites".
+// With roles: one area per role that holds bytes.
 void write_site_areas(std::string& svg, const Panel& p) {
   const Timeline& t = p.t;
-  if (!t.by_site || t.points.empty()) return;
+  if ((!t.by_site && !t.by_role) || t.points.empty()) return;
   const std::vector<double>& xs = p.xs;
   std::vector<double> lower(t.points.size(), 0), upper(t.points.size(), 0);
-  for (size_t k = 0; k <= p.shown; ++k) {
-    for (size_t i = 0; i < t.points.size(); ++i) upper[i] = lower[i] + double(area_value(p, i, k));
+  const size_t areas = t.by_role ? p.roles.size() : p.shown + 1;
+  for (size_t k = 0; k < areas; ++k) {
+    for (size_t i = 0; i < t.points.size(); ++i)
+      upper[i] = lower[i] + double(t.by_role ? t.role_value(i, p.roles[k]) : area_value(p, i, k));
     std::vector<double> yu(upper.size()), yl(lower.size());
     for (size_t i = 0; i < upper.size(); ++i) yu[i] = p.f.y(upper[i]), yl[i] = p.f.y(lower[i]);
     // Upper edge forwards, lower edge backwards.
@@ -450,8 +474,12 @@ void write_site_areas(std::string& svg, const Panel& p) {
       if (std::string nx = num(xs[i]); nx != pen_x) d += "H" + nx, pen_x = nx;
     }
     d += "Z";
-    const char* fill = k == p.shown ? kOtherFill : kSiteFill[k % std::size(kSiteFill)];
-    std::string name = k == p.shown ? std::string("other sites") : t.sites[k].site;
+    const char* fill = t.by_role      ? role_fill(p.roles[k])
+                       : k == p.shown ? kOtherFill
+                                      : kSiteFill[k % std::size(kSiteFill)];
+    std::string name = t.by_role      ? role_name(t, p.roles[k])
+                       : k == p.shown ? std::string("other sites")
+                                      : t.sites[k].site;
     svg +=
         "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"><title>" + xml_escape(name) + "</title></path>\n";
     lower = upper;
@@ -649,6 +677,56 @@ void write_site_legend(std::string& svg, const Panel& p, LegendPen& pen) {
   }
 }
 
+// With roles: a swatch, the role and the most it held at a plotted point, top of the stack first;
+// then a swatch per phase the bands above the plot show.
+void write_role_legend(std::string& svg, const Panel& p, LegendPen& pen) {
+  const Timeline& t = p.t;
+  auto title = [&](const char* text) {
+    pen.y += 8;
+    svg += "<text x=\"" + num(pen.x) + "\" y=\"" + num(pen.y + 4) +
+           "\" font-size=\"11.5\" font-weight=\"bold\" fill=\"" + kText + "\">" + text + "</text>\n";
+    pen.y += kRow;
+  };
+  auto row = [&](const char* fill, const std::string& name, const std::string& right) {
+    svg += "<g><title>" + xml_escape(name + (right.empty() ? "" : " (" + right + ")")) + "</title><rect x=\"" +
+           num(pen.x) + "\" y=\"" + num(pen.y - 6) + "\" width=\"12\" height=\"12\" fill=\"" + fill +
+           "\" stroke=\"#999999\" stroke-width=\"0.5\"/><text x=\"" + num(pen.x + 18) + "\" y=\"" + num(pen.y + 4) +
+           "\" font-size=\"11\" fill=\"" + kText + "\">" + xml_escape(detail::term(name, 40)) + "</text><text x=\"" +
+           num(p.width - 8) + "\" y=\"" + num(pen.y + 4) + "\" font-size=\"10.5\" text-anchor=\"end\" fill=\"" +
+           kMuted + "\">" + xml_escape(right) + "</text></g>\n";
+    pen.y += kRow;
+  };
+  title("live bytes by role (most)");
+  for (size_t j = p.roles.size(); j-- > 0;) {
+    uint64_t most = 0;
+    for (size_t i = 0; i < t.points.size(); ++i) most = std::max(most, t.role_value(i, p.roles[j]));
+    row(role_fill(p.roles[j]), role_name(t, p.roles[j]), human_bytes(most));
+  }
+  if (t.phases.empty()) return;
+  bool seen[analysis::kPhases] = {};
+  for (const auto& s : t.phases) seen[size_t(s.phase)] = true;
+  title("phases (bands above)");
+  for (int k = 0; k < analysis::kPhases; ++k)
+    if (seen[k]) {
+      std::string words = analysis::phase_words(analysis::Phase(k));
+      row(kPhaseFill[k], words.rfind("the ", 0) == 0 ? words.substr(4) : words, "");
+    }
+}
+
+// With roles and known phases: a band above the plot per span, coloured by its phase.
+void write_phase_bands(std::string& svg, const Panel& p) {
+  const Timeline& t = p.t;
+  for (size_t k = 0; k < t.phases.size(); ++k) {
+    const auto& s = t.phases[k];
+    double x0 = std::max(p.f.left, p.x_at(s.first_event, s.time_us));
+    double x1 = k + 1 < t.phases.size() ? p.x_at(t.phases[k + 1].first_event, t.phases[k + 1].time_us) : p.x_end;
+    if (x1 - x0 < 0.25) continue;  // narrower than the eye can see
+    svg += "<rect x=\"" + num(x0) + "\" y=\"" + num(p.f.top - 9) + "\" width=\"" + num(x1 - x0) +
+           "\" height=\"6\" fill=\"" + kPhaseFill[size_t(s.phase)] + "\"><title>" + analysis::to_string(s.phase) +
+           " from event " + std::to_string(s.first_event) + "</title></rect>\n";
+  }
+}
+
 // Header, grid, the plot, the axes, then the markers and their labels (placed
 // clear of each other and of the lines), then the legend.
 void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double top, const SvgOptions& o) {
@@ -657,6 +735,7 @@ void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double t
   write_grid(svg, p);
   Placer placer({p.f.left + 2, p.f.top + 2, p.f.right - 2, p.f.bottom - 10});
   write_plot(svg, p, placer);
+  if (t.by_role) write_phase_bands(svg, p);
   write_axis_lines(svg, p);
   write_iteration_ticks(svg, p);
   // The peak's dot is kept clear first; its label is placed after the OOMs' labels.
@@ -666,6 +745,7 @@ void write_panel(std::string& svg, const Timeline& t, const Shared& sh, double t
   LegendPen pen{p.width - p.legend_w - 4, p.f.top + 4};
   write_line_legend(svg, p, pen);
   if (t.by_site) write_site_legend(svg, p, pen);
+  if (t.by_role) write_role_legend(svg, p, pen);
   svg += "</g>\n";
 }
 

@@ -20,10 +20,20 @@ void write_timeline_csv(std::ostream& out, const TimelineView& view) {
     for (const auto& s : t.sites)
       if (index.emplace(s.site, columns.size()).second) columns.push_back(s.site);
 
+  // Role columns: every device names the same roles (the built-in ones, then the user's).
+  bool by_role = std::any_of(tls.begin(), tls.end(), [](const auto& t) { return t.by_role; });
+  std::vector<std::string> roles;
+  for (const auto& t : tls)
+    if (t.role_names.size() > roles.size()) roles = t.role_names;
+
   out << "device,event_index,time_us,allocated_bytes,active_bytes,reserved_bytes";
   if (by_site) {
     for (const auto& c : columns) out << ',' << csv_cell(c);
     out << ",other";
+  }
+  if (by_role) {
+    for (const auto& r : roles) out << ',' << csv_cell(r);
+    out << ",phase";
   }
   out << "\n";
   std::string line;
@@ -43,6 +53,14 @@ void write_timeline_csv(std::ostream& out, const TimelineView& view) {
           cells.back() = std::to_string(t.site_value(p, t.sites.size()));
         }
         for (const auto& c : cells) line += ',' + c;
+      }
+      if (by_role) {
+        for (size_t r = 0; r < roles.size(); ++r)
+          line += ',' + (t.by_role && r < t.role_names.size() ? std::to_string(t.role_value(p, r)) : std::string());
+        // The phase of the span holding the point's event (empty where none is known).
+        auto span = std::upper_bound(t.phases.begin(), t.phases.end(), pt.event_index,
+                                     [](uint32_t e, const analysis::TimelinePhase& s) { return e < s.first_event; });
+        line += ',' + (span == t.phases.begin() ? std::string() : std::string(analysis::to_string((span - 1)->phase)));
       }
       out << line << "\n";
     }

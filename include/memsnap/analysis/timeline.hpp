@@ -13,6 +13,7 @@
 #include "memsnap/analysis/iterations.hpp"
 #include "memsnap/analysis/peak.hpp"
 #include "memsnap/analysis/replay.hpp"
+#include "memsnap/analysis/roles.hpp"
 #include "memsnap/analysis/sites.hpp"
 #include "memsnap/snapshot/model.hpp"
 
@@ -24,6 +25,17 @@ struct TimelineOptions {
   size_t max_points = 2000;
   bool by_site = false;
   size_t top_sites = 8;
+  /// Stack the live bytes of each role (roles.hpp, the rule table analyze uses) under the
+  /// curve, and mark the phases; `roles` holds the user's --role rules.
+  bool by_role = false;
+  RoleRules roles;
+};
+
+/// A maximal run of events in one phase (phases.hpp): from `first_event` to the next span's.
+struct TimelinePhase {
+  uint32_t first_event = 0;
+  std::optional<int64_t> time_us;  // of first_event
+  Phase phase = Phase::Other;
 };
 
 /// The allocator state right after one trace event.
@@ -74,7 +86,17 @@ struct Timeline {
   /// Each row sums to the point's allocated bytes.
   std::vector<uint64_t> site_bytes;
 
+  /// With by_role: role names by role id (the built-in roles, then the user's), and
+  /// points.size() rows of role_names.size() columns, row-major: the live allocated bytes of
+  /// each role at that point. Each row sums to the point's allocated bytes.
+  bool by_role = false;
+  std::vector<std::string> role_names;
+  std::vector<uint64_t> role_bytes;
+  /// With by_role, when the file's stacks or annotations tell phases: every span, in order.
+  std::vector<TimelinePhase> phases;
+
   size_t site_columns() const { return by_site ? sites.size() + 1 : 0; }
+  uint64_t role_value(size_t point, size_t role) const { return role_bytes[point * role_names.size() + role]; }
   uint64_t site_value(size_t point, size_t column) const { return site_bytes[point * site_columns() + column]; }
 };
 

@@ -19,6 +19,8 @@ struct TimelineRequest {
   std::optional<int> device;
   bool by_site = false;
   size_t top_sites = 8;
+  bool by_role = false;
+  std::vector<std::string> roles;  // --role NAME=GLOB, repeatable
   size_t points = 2000;
   int width = 1200;
   int height = 420;
