@@ -8,6 +8,7 @@
 #include <system_error>
 #include <thread>
 
+#include "memsnap/analysis/annotation_ranges.hpp"
 #include "memsnap/analysis/events.hpp"
 #include "memsnap/analysis/simulate.hpp"
 #include "memsnap/util/cores.hpp"
@@ -45,6 +46,39 @@ void what_if(const Context& ctx, const Replay& replay, OomResult& ooms) {
   if (run.oom) w.oom_event = run.oom->event_index;
   w.peak_reserved_bytes = run.peak_reserved;
   r.what_if = w;
+}
+
+// The record_function range open at the peak, each OOM and --at: with --phases annotations the
+// user's innermost range is the phase (Mosaic's annotation stages); else torch.compile's ranges
+// alone are named (its compilation and autotuning are not the program's forward). A repeat
+// inside one of them is torch.compile benchmarking kernels, not a loop of the program.
+void name_ranges(const Context& ctx, const snapshot::Device& d, const AnalyzeOptions& o, DeviceAnalysis& out) {
+  const AnnotationRanges ranges(ctx.snap, d);
+  DeviceRoles& dr = out.roles;
+  if (ranges.empty()) {
+    if (o.phases_from_ranges)
+      dr.problems.push_back("--phases annotations: device " + std::to_string(d.index) +
+                            " has no record_function ranges in the file: its phases are memsnap's own");
+    return;
+  }
+  dr.phases_from_ranges = o.phases_from_ranges;
+  auto range_at = [&](uint32_t event) -> std::optional<std::string> {
+    auto r = o.phases_from_ranges ? ranges.at(event) : ranges.compile_at(event);
+    if (!r) return std::nullopt;
+    return std::string(r->substr(0, 200));
+  };
+  if (dr.peak && out.peaks.allocated && !out.peaks.allocated->at_window_start)
+    dr.peak->range = range_at(out.peaks.allocated->event_index);
+  for (size_t k = 0; k < out.ooms.explained.size() && k < dr.ooms.size(); ++k)
+    if (const OomReport& r = out.ooms.explained[k]; r.from_trace && r.event_index)
+      dr.ooms[k].range = range_at(*r.event_index);
+  if (out.at) dr.dump.range = range_at(out.at->event_index);
+  if (out.structure) {  // from its first repetition to past its middle (its last may end just after the range)
+    const uint32_t first_event = out.structure->first_event,
+                   middle = first_event + (out.structure->last_event - first_event) / 2;
+    auto first = ranges.compile_at(first_event), mid = ranges.compile_at(middle);
+    if (first && mid && *first == *mid) out.structure->compile_range = std::string(first->substr(0, 200));
+  }
 }
 
 // Bytes by role at the dump (or --at), the peak and each explained OOM. Each state's roles add
@@ -94,6 +128,7 @@ void assign_roles(const Context& ctx, const snapshot::Device& d, const Replay* r
   }
   check(dr.dump, out.accounting.allocated_bytes, "the dump");
   dr.dump_where = named_roles_where(ctx, table, out.state());
+  if (replay) name_ranges(ctx, d, o, out);
   if (!ctx.snap.stacks.has_frames()) {  // no stack anywhere: nothing says what phase anything ran in
     if (dr.peak) dr.peak->phase.reset();
     for (auto& s : dr.ooms) s.phase.reset();

@@ -187,6 +187,7 @@ void run_analyze(const AnalyzeRequest& request, const report::TextStyle& style, 
   options.oom.message = oom_message_option(request.oom_message);
   options.fits = parse_fits(request.fits);
   for (const auto& r : request.roles) options.roles.user.push_back(analysis::parse_role_rule(r));  // exit 2 if bad
+  options.phases_from_ranges = request.phases == "annotations";
   if (!request.file_view.empty()) {
     analyze_file_view(request, style, out);
     finish_results(output);

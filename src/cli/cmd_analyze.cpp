@@ -57,6 +57,13 @@ void add_analyze(CLI::App& app) {
                   "(file:line:function, the file, or the function) are NAME (repeatable; first match wins, "
                   "before the built-in roles)")
       ->option_text("NAME=GLOB");
+  cmd->add_option("--phases", args->phases,
+                  "Where the phase of the peak and each OOM comes from: memsnap (the default: forward, backward, "
+                  "optimizer step... from stacks and PyTorch's own annotations) or annotations (your own "
+                  "record_function ranges: the innermost one open at the event; torch.compile's are named "
+                  "torch.compile autotuning)")
+      ->check(CLI::IsMember({"memsnap", "annotations"}))
+      ->option_text("memsnap|annotations");
   cmd->add_option("--file", args->file_view,
                   "One source file's memory by line instead of the report: live at the peak, at the dump, and "
                   "allocated over the trace; PATH matches a frame's file by its last components (model.py, "

@@ -2,6 +2,7 @@
 #include <map>
 #include <ostream>
 
+#include "memsnap/analysis/annotation_ranges.hpp"
 #include "memsnap/report/analyze.hpp"
 #include "memsnap/util/version.hpp"
 #include "sections.hpp"
@@ -131,7 +132,10 @@ Json by_role_json(const analysis::RoleState& s, const std::vector<std::string>& 
   return o;
 }
 
-Json phase_json(const analysis::RoleState& s) {
+// The state's phase: memsnap's, or with --phases annotations its record_function range's
+// ("torch.compile autotuning" for torch.compile's; null outside every range).
+Json phase_json(const analysis::RoleState& s, bool ranges_are_phases) {
+  if (ranges_are_phases) return s.range ? Json(analysis::range_phase(*s.range)) : Json(nullptr);
   return s.phase ? Json(analysis::to_string(*s.phase)) : Json(nullptr);
 }
 
@@ -229,7 +233,9 @@ void add_trace_json(Json& d, const analysis::DeviceAnalysis& a) {
   d["peak"] = peak_json(a.peaks);
   if (a.roles.peak && d["peak"].is_object()) {
     d["peak"]["by_role"] = by_role_json(*a.roles.peak, a.roles.names);
-    d["peak"]["phase"] = phase_json(*a.roles.peak);
+    d["peak"]["phase"] = phase_json(*a.roles.peak, a.roles.phases_from_ranges);
+    // the record_function range open at the peak (any with --phases annotations, else torch.compile's)
+    d["peak"]["annotation"] = a.roles.peak->range ? Json(*a.roles.peak->range) : Json(nullptr);
     // gradients freed by a zero_grad after a peak in the forward: the previous step's
     d["peak"]["stale_gradient_bytes"] = a.roles.peak->stale_gradients;
   }
@@ -332,7 +338,8 @@ void add_oom_json(Json& d, const analysis::DeviceAnalysis& a) {
     all.push_back(oom_json(a.ooms.explained[k], a.leaks));
     if (k < a.roles.ooms.size()) {
       all.back()["by_role"] = by_role_json(a.roles.ooms[k], a.roles.names);
-      all.back()["phase"] = phase_json(a.roles.ooms[k]);
+      all.back()["phase"] = phase_json(a.roles.ooms[k], a.roles.phases_from_ranges);
+      all.back()["annotation"] = a.roles.ooms[k].range ? Json(*a.roles.ooms[k].range) : Json(nullptr);
     }
   }
   d["oom"] = all.empty() ? Json(nullptr) : all.back();
@@ -389,6 +396,7 @@ detail::Json detail::analyze_json(const Source& src, const analysis::AnalyzeResu
     // where the phases of peak.phase and oom.phase came from: "annotations" (some record_function
     // ranges of the file), "stacks", or null without a trace
     d["phases_source"] = !a.roles.from_trace               ? Json(nullptr)
+                         : a.roles.phases_from_ranges      ? Json("user_annotations")
                          : a.roles.phases_from_annotations ? Json("annotations")
                                                            : Json("stacks");
     // gradients the backward added into with no zero_grad in the window (null: none seen)

@@ -3,6 +3,7 @@
 #include <numeric>
 #include <ostream>
 
+#include "memsnap/analysis/annotation_ranges.hpp"
 #include "memsnap/util/units.hpp"
 #include "sections.hpp"
 #include "text_util.hpp"
@@ -49,10 +50,19 @@ std::string roles_words(const analysis::RoleState& s, const std::vector<std::str
   return out.empty() ? "nothing allocated" : out;
 }
 
+std::string range_words(const analysis::RoleState& s, bool ranges_are_phases) {
+  if (!s.range) return ranges_are_phases ? " outside the annotated ranges" : "";
+  const std::string label = term(analysis::range_label(*s.range), 120);
+  if (analysis::is_compile_range(*s.range))
+    return std::string(ranges_are_phases ? " in" : ", inside") + " torch.compile autotuning (" + label + ")";
+  return ranges_are_phases ? " in '" + label + "'" : "";
+}
+
 std::string roles_line(const std::string& what, uint64_t allocated, const analysis::RoleState& s,
-                       const std::vector<std::string>& names) {
+                       const std::vector<std::string>& names, bool ranges_are_phases) {
   std::string line = what.empty() ? human_bytes(allocated) + " allocated" : what + " " + human_bytes(allocated);
-  if (s.phase) line += std::string(" in ") + analysis::phase_words(*s.phase);
+  if (s.phase && !ranges_are_phases) line += std::string(" in ") + analysis::phase_words(*s.phase);
+  line += range_words(s, ranges_are_phases);
   return line + ": " + roles_words(s, names);
 }
 

@@ -43,15 +43,21 @@ void write_findings_text(std::ostream& out, const analysis::DeviceAnalysis& d, c
                          const TextStyle& style, bool state_notes = true);
 /// Role name -> bytes, every role (the built-in ones, then the user's), as analyze's JSON.
 nlohmann::ordered_json by_role_json(const analysis::RoleState& s, const std::vector<std::string>& names);
-/// The state's phase name ("forward"), or null.
-nlohmann::ordered_json phase_json(const analysis::RoleState& s);
+/// The state's phase name ("forward"), or null; with `ranges_are_phases` (--phases annotations)
+/// its record_function range's ("torch.compile autotuning" for torch.compile's; null outside).
+nlohmann::ordered_json phase_json(const analysis::RoleState& s, bool ranges_are_phases = false);
 /// "activations 6.80 GiB, weights 3.72 GiB, ...": the roles with bytes, largest first.
 /// With `where`, a role it lists says where it is ("in private pool (0, 2) from FRAME").
 std::string roles_words(const analysis::RoleState& s, const std::vector<std::string>& names,
                         const std::vector<analysis::RoleWhere>* where = nullptr);
-/// "peak 21.68 GiB in the forward: activations ...".
+/// "peak 21.68 GiB in the forward: activations ...". `ranges_are_phases` (--phases annotations):
+/// the state's record_function range is its phase ("in 'train_step'").
 std::string roles_line(const std::string& what, uint64_t allocated, const analysis::RoleState& s,
-                       const std::vector<std::string>& names);
+                       const std::vector<std::string>& names, bool ranges_are_phases = false);
+/// Where a state ran by its record_function range: "in 'NAME'", "in torch.compile autotuning
+/// (NAME)", "outside the annotated ranges" (ranges_are_phases), else ", inside torch.compile
+/// autotuning (NAME)" after its phase, or nothing.
+std::string range_words(const analysis::RoleState& s, bool ranges_are_phases);
 /// "by role at the dump: ..." (or at --at's event), for every file.
 void write_dump_roles_text(std::ostream& out, const analysis::DeviceAnalysis& d, const TextStyle& style);
 /// "+1.23 s" from the origin, or "" without times.

@@ -123,7 +123,9 @@ void write_peak(std::ostream& out, const DeviceAnalysis& d, const std::optional<
   out << head("peak") << wrap(line, kHead, kHead, width) << '\n';
   if (d.roles.peak)
     out << head("by role")
-        << wrap(roles_line("peak", p.allocated_bytes, *d.roles.peak, d.roles.names), kHead, kHead, width) << '\n';
+        << wrap(roles_line("peak", p.allocated_bytes, *d.roles.peak, d.roles.names, d.roles.phases_from_ranges), kHead,
+                kHead, width)
+        << '\n';
   write_site_table(out, "live at the peak, by site", p.top_sites, p.other_sites, d, width, sites);
 }
 
@@ -132,7 +134,11 @@ void write_iterations(std::ostream& out, const DeviceAnalysis& d, size_t width) 
   if (!it.found()) {
     if (d.structure) {
       out << head("structure") << wrap(term(structure_words(*d.structure, it), 2048), kHead, kHead, width) << '\n';
-      out << head("iterations") << wrap("none: " + term(iteration_evidence(it), 2048), kHead, kHead, width) << '\n';
+      // torch.compile's benchmarking repeats allocations: no iterations of the program are read from it
+      const std::string why = d.structure->compile_range.empty()
+                                  ? iteration_evidence(it)
+                                  : "the repeated allocations are torch.compile's autotuning, not the program's steps";
+      out << head("iterations") << wrap("none: " + term(why, 2048), kHead, kHead, width) << '\n';
     } else {
       out << head("iterations") << wrap("none: " + term(iteration_evidence(it), 2048), kHead, kHead, width) << '\n';
     }
@@ -283,7 +289,8 @@ void write_oom_text(std::ostream& out, const DeviceAnalysis& d, const std::optio
     auto line = [&](const char* label, const std::string& text) {
       out << "  " << pad_right(label, kCol - 2) << wrap(text, kCol, kCol, width) << '\n';
     };
-    if (k < d.roles.ooms.size()) line("by role", roles_line("", r.allocated_bytes, d.roles.ooms[k], d.roles.names));
+    if (k < d.roles.ooms.size())
+      line("by role", roles_line("", r.allocated_bytes, d.roles.ooms[k], d.roles.names, d.roles.phases_from_ranges));
     line("request", human_bytes(r.requested_bytes) + " (rounded) on stream " + stream_name(r.stream) + ", " +
                         snapshot::to_string(r.pool) + " pool; needed " +
                         (r.expandable ? human_bytes(r.map_bytes) + " of new pages"

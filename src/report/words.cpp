@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "memsnap/analysis/allocator_rules.hpp"
+#include "memsnap/analysis/annotation_ranges.hpp"
 #include "memsnap/util/units.hpp"
 #include "text_util.hpp"
 
@@ -612,6 +613,7 @@ std::string iteration_method(const Iterations& it) {
 }
 
 std::string structure_kind(const Structure& s, const Iterations& it) {
+  if (!s.compile_range.empty()) return "torch_compile_autotuning";
   if (it.reason == NoIterations::KeepsActivations || it.reason == NoIterations::InsideOneCall) return "layers";
   if (it.reason == NoIterations::PartialRepeat)
     return s.keeps_activations && !s.backward_seen ? "layers" : "loop_within_step";
@@ -622,6 +624,9 @@ std::string structure_words(const Structure& s, const Iterations& it) {
   std::string blocks = with_commas(s.repeats) + " repeated blocks of " +
                        plural(s.period_allocations, "allocation", "allocations") +
                        (s.loop_site.empty() ? std::string() : " from " + s.loop_site);
+  if (!s.compile_range.empty())
+    return "torch.compile autotuning (" + analysis::range_label(s.compile_range) + "), " + blocks +
+           ": kernels benchmarked while compiling, not a loop of the program";
   switch (it.reason) {
     case NoIterations::KeepsActivations:
     case NoIterations::InsideOneCall: return "one forward pass, " + blocks + ": layers";

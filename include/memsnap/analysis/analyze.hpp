@@ -46,8 +46,9 @@ struct AnalyzeOptions {
   std::optional<TimelineOptions> timeline;  // build a timeline per device
   std::optional<PageOptions> page;          // `memsnap report`: moments, maps and flames per device
   FindingThresholds thresholds;
-  RoleRules roles;       // --role NAME=GLOB
-  unsigned threads = 0;  // devices analysed at once: 0 = one per core, 1 = in this thread
+  RoleRules roles;                  // --role NAME=GLOB
+  bool phases_from_ranges = false;  // --phases annotations: the user's record_function ranges are the phases
+  unsigned threads = 0;             // devices analysed at once: 0 = one per core, 1 = in this thread
 };
 
 /// Where the described state was taken when it is not the dump (--at).
@@ -93,6 +94,7 @@ struct DeviceRoles {
       kept_after_backward;      // activations still allocated after it  // gradients added into across steps
   std::vector<RoleState> ooms;  // parallel to ooms.explained
   bool phases_from_annotations = false;
+  bool phases_from_ranges = false;    // --phases annotations, and the device has ranges: RoleState::range is the phase
   bool from_trace = false;            // phases and lives decided (else the dumped stacks alone)
   std::vector<std::string> problems;  // a state whose roles did not add up (a bug: warned)
 };

@@ -114,6 +114,9 @@ struct Structure {
   /// Of kept_bytes: autocast's cached casts (role autocast_cache, set with the roles), which
   /// torch.no_grad() does not free: they are not activations.
   uint64_t kept_autocast_cache_bytes = 0;
+  /// The torch.compile range (annotation_ranges.hpp) open from the first repetition to the last,
+  /// when there is one: torch.compile benchmarking kernels, not a loop of the program.
+  std::string compile_range;
 };
 
 struct IterationOptions {

@@ -90,6 +90,9 @@ struct RoleState {
   /// Of gradient: live in a forward (or before it) and freed by a zero_grad after this point,
   /// so the previous step's, kept through this step's forward.
   uint64_t stale_gradients = 0;
+  /// The record_function range open at the event (the innermost; its name, at most 200 bytes):
+  /// with --phases annotations any range, the state's phase; else torch.compile's alone.
+  std::optional<std::string> range;
 };
 
 /// Where the blocks of a role the stack names (KV cache, communication, autocast cache) are:

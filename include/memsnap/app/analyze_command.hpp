@@ -39,6 +39,7 @@ struct AnalyzeRequest {
   FitsOptions fits;
   std::string file_view;           // --file PATH: one source file's memory by line instead of the report
   std::vector<std::string> roles;  // --role NAME=GLOB, repeatable
+  std::string phases = "memsnap";  // --phases memsnap|annotations
 };
 /// One file's report, or with several files (or JSON Lines) the fleet summary and the worst
 /// file's report, on stdout or `into` (open_results); a Failure (exit 2) when a file
