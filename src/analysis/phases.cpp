@@ -14,7 +14,7 @@ using snapshot::Action;
 constexpr uint16_t kDone = 0x8000;
 constexpr uint8_t kNone = 7;  // "no phase" in a 3-bit field
 
-bool contains(std::string_view s, std::string_view what) {
+bool phases_contains(std::string_view s, std::string_view what) {
   return s.find(what) != std::string_view::npos;
 }
 
@@ -63,9 +63,9 @@ uint16_t table_facts(std::string_view file, std::string_view name) {
   uint16_t f = 0;
   for (const FrameRule& r : kFrameRules) {
     std::string_view s = r.part == Part::File ? file : name;
-    if (r.how == How::Equals ? s == r.text : contains(s, r.text)) f |= r.fact;
+    if (r.how == How::Equals ? s == r.text : phases_contains(s, r.text)) f |= r.fact;
   }
-  if (contains(file, "torch/nn/modules/module.py"))
+  if (phases_contains(file, "torch/nn/modules/module.py"))
     for (std::string_view m : kModuleMoves)
       if (name == m) f |= StackPhases::kParameter;
   return f;
