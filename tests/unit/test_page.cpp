@@ -136,7 +136,7 @@ TEST_CASE("the page's moments are the replay's states") {
     auto loaded = snapshot::load_snapshot(test::testdata(std::string("snapgen/") + name + ".pickle").string());
     analysis::Context ctx(loaded.snapshot);
     analysis::AnalyzeOptions o;
-    o.timeline = analysis::TimelineOptions{};
+    o.timeline.emplace();
     analysis::PageOptions po;
     po.even_states = 5;
     o.page = po;

@@ -241,7 +241,7 @@ TEST_CASE("timeline: a device without trace entries has no points") {
   l.snapshot.devices[0].trace.clear();
   analysis::Context ctx(l.snapshot);
   analysis::AnalyzeOptions o;
-  o.timeline = analysis::TimelineOptions{};
+  o.timeline.emplace();
   auto result = analysis::analyze(ctx, o);
   CHECK_FALSE(result.devices.at(0).timeline.has_value());  // nothing to plot: the CLI says so
 }
