@@ -8,31 +8,18 @@
 # repeated blocks lie inside one of them and are autotuning, not a loop. notHanmin's file has
 # only Optimizer.step / zero_grad ranges: with --phases annotations its peak (in the forward) is
 # outside them, as computed here.
-import json
 import os
 import pickle
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from skips import skip  # noqa: E402
-
-MEMSNAP, REAL = sys.argv[1], sys.argv[2]
-if not os.path.isdir(REAL):
-    skip("no real data at %s" % REAL, suite=True)
-failures = []
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
+from realtest import REAL, check, finish  # noqa: E402
+from realtest import analyze as analyze_doc  # noqa: E402
 
 
 def analyze(path, *extra):
-    p = subprocess.run([MEMSNAP, "analyze", "--format", "json", path] + list(extra), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=600)
-    check(os.path.basename(path) + ": exit", p.returncode == 0, p.stderr.decode()[:300])
-    return json.loads(p.stdout)["devices"][0] if p.returncode == 0 else None
+    doc = analyze_doc(path, *extra)
+    return doc["devices"][0] if doc else None
 
 
 def innermost(doc, event):
@@ -77,7 +64,4 @@ if d:
     want = innermost(doc, d["peak"]["event_index"])
     check("notHanmin --phases annotations: the peak's range", d["peak"]["phase"] == want and want is None,
           "%r, want %r" % (d["peak"]["phase"], want))
-for f in failures:
-    print("FAIL " + f)
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

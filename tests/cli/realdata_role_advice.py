@@ -9,31 +9,12 @@
 #     does not lead with a smaller batch;
 #   every file: an OOM's first fix agrees with the roles live at it, and
 #     activations_kept_without_backward never counts autocast's cache.
-import json
 import os
 import pickle
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from skips import skip  # noqa: E402
-
-MEMSNAP, REAL = sys.argv[1], sys.argv[2]
-if not os.path.isdir(REAL):
-    skip("no real data at %s" % REAL, suite=True)
-failures = []
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-
-
-def analyze(path, *extra):
-    p = subprocess.run([MEMSNAP, "analyze", "--format", "json", path] + list(extra), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=600)
-    check(os.path.basename(path) + ": exit", p.returncode == 0, p.stderr.decode()[:300])
-    return json.loads(p.stdout) if p.returncode == 0 else None
+from realtest import REAL, analyze, check, finish, memsnap  # noqa: E402,F401
 
 
 def round_size(n):
@@ -185,7 +166,4 @@ for name in sorted(f for f in os.listdir(REAL) if not f.endswith(".md")):
                 check(name + ": kept activations exclude autocast's cache",
                       f["bytes"] <= t["allocated_bytes"] - t["by_role"].get("autocast_cache", 0), repr(f["bytes"]))
 
-for f in failures:
-    print("FAIL " + f)
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -6,31 +6,12 @@
 # window: the previous step's gradients) are gradients, byte for byte as computed here from the
 # pickle; Yiyi-philosophy's OOM is weights being loaded; the Wedsonlin medium runs peak in the
 # optimizer step (128) and in the forward (256).
-import json
 import os
 import pickle
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from skips import skip  # noqa: E402
-
-MEMSNAP, REAL = sys.argv[1], sys.argv[2]
-if not os.path.isdir(REAL):
-    skip("no real data at %s" % REAL, suite=True)
-failures = []
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-
-
-def analyze(path, *extra):
-    p = subprocess.run([MEMSNAP, "analyze", "--format", "json", path] + list(extra), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=600)
-    check(os.path.basename(path) + ": exit", p.returncode == 0, p.stderr.decode()[:300])
-    return json.loads(p.stdout) if p.returncode == 0 else None
+from realtest import REAL, analyze, check, finish, memsnap  # noqa: E402,F401
 
 
 ANNOTATED = ("Wedsonlin__assignment2-systems__medium_128_training", "Wedsonlin__assignment2-systems__medium_256_training",
@@ -106,7 +87,4 @@ for size, phase in (("128", "optimizer_step"), ("256", "forward")):
         p = docs[name]["devices"][0]["peak"]
         check(name + ": peak phase", p["phase"] == phase, p["phase"])
 
-for f in failures:
-    print("FAIL " + f)
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -9,27 +9,10 @@
 # are analyze's; `--scale optimizer_state:1` changes nothing; the text says it is an estimate.
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from skips import skip  # noqa: E402
-
-MEMSNAP, REAL = sys.argv[1], sys.argv[2]
-if not os.path.isdir(REAL):
-    skip("no real data at %s" % REAL, suite=True)
-failures = []
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-
-
-def memsnap(*args):
-    p = subprocess.run([MEMSNAP] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
-    check(" ".join(args[:3]) + ": exit", p.returncode == 0, p.stderr.decode()[:300])
-    return p.stdout.decode() if p.returncode == 0 else None
+from realtest import REAL, analyze, check, finish, memsnap  # noqa: E402,F401
 
 
 path = os.path.join(REAL, "notHanmin__assignment2-systems__memory_snapshot.pickle")
@@ -63,7 +46,4 @@ check("the text says it is an estimate", "ESTIMATE" in text and "scaled uniforml
 check("the text shows the role before and after",
       "%.2f GiB at the peak allocated as recorded" % (opt / (1 << 30)) in text.replace("\n  ", " "), text)
 check("the text fits 80 columns", all(len(line) <= 80 for line in text.splitlines()), text)
-for f in failures:
-    print("FAIL " + f)
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish()
