@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -173,6 +174,11 @@ std::string wrap(const std::string& text, size_t first, size_t indent, size_t wi
 std::string wrap_block(const std::string& text, size_t width, size_t indent) {
   if (text.empty()) return "";
   return std::string(indent, ' ') + wrap(text, indent, indent, width) + '\n';
+}
+
+std::string percent_of(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "0%";
+  return std::to_string(static_cast<int>(std::lround(100.0 * double(part) / double(whole)))) + "%";
 }
 
 std::string shorten(const std::string& s, size_t w) {

@@ -24,6 +24,8 @@ std::string wrap(const std::string& text, size_t first, size_t indent, size_t wi
 std::string wrap_block(const std::string& text, size_t width, size_t indent);
 /// Shortens to `w` columns keeping the start (file) and the end (line:function): "train.p~:forward".
 std::string shorten(const std::string& s, size_t w);
+/// "17%": part of whole, rounded to a whole percent ("0%" when whole is 0).
+std::string percent_of(uint64_t part, uint64_t whole);
 using ::memsnap::hex;  // "0x7f3a00000000" (util/units.hpp)
 /// A duration in microseconds as "850 us", "12.3 ms", "4.56 s", "3 min 12 s"; any int64.
 std::string duration(int64_t us);

@@ -1,6 +1,5 @@
 // The one line that opens each device of `analyze`: out of memory or not, the peak and where
 // it was, how near the device's size (or that the size is unknown), and the worst finding.
-#include <cmath>
 
 #include "memsnap/util/units.hpp"
 #include "sections.hpp"
@@ -22,10 +21,6 @@ std::string largest_role(const RoleState& s, const std::vector<std::string>& nam
   std::string name = best < size_t(kBuiltinRoles) ? role_words(Role(best)) : (best < names.size() ? names[best] : "");
   const uint64_t total = s.by_role.total();
   return name + " hold " + human_bytes(s.by_role.bytes[best]) + " of " + human_bytes(total);
-}
-
-std::string verdict_pct(uint64_t part, uint64_t whole) {
-  return whole ? std::to_string(static_cast<int>(std::lround(100.0 * double(part) / double(whole)))) + "%" : "0%";
 }
 
 }  // namespace
@@ -60,7 +55,7 @@ std::string verdict_words(const DeviceAnalysis& d) {
   const uint64_t reserved = d.peaks.reserved ? d.peaks.reserved->bytes : d.accounting.reserved_bytes;
   s += ", " + human_bytes(reserved) + " reserved";
   if (d.capacity_bytes)
-    s += " (" + verdict_pct(reserved, *d.capacity_bytes) + " of the " + human_bytes(*d.capacity_bytes) + " device" +
+    s += " (" + percent_of(reserved, *d.capacity_bytes) + " of the " + human_bytes(*d.capacity_bytes) + " device" +
          (d.memory_pressure ? ": near its capacity)" : ")");
   else
     s += " (device size unknown: see --capacity)";

@@ -18,8 +18,7 @@ using namespace analysis;
 namespace {
 
 std::string pct(uint64_t part, uint64_t whole) {
-  if (whole == 0) return "0%";
-  return std::to_string(static_cast<int>(std::lround(100.0 * double(part) / double(whole)))) + "%";
+  return percent_of(part, whole);
 }
 
 std::string pct(double r) {

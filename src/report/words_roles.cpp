@@ -1,7 +1,6 @@
 // The words of the findings about what memory is (issue 54): gradients kept or added into,
 // activations outliving their backward, a serving engine's KV cache.
 #include <algorithm>
-#include <cmath>
 
 #include "memsnap/util/units.hpp"
 #include "text_util.hpp"
@@ -12,11 +11,6 @@ namespace memsnap::report::detail {
 using namespace analysis;
 
 namespace {
-
-std::string share_of(uint64_t part, uint64_t whole) {
-  if (whole == 0) return "0%";
-  return std::to_string(static_cast<int>(std::lround(100.0 * double(part) / double(whole)))) + "%";
-}
 
 Words kept_after_backward_words(const Finding& f, const DeviceAnalysis& d) {
   const KeptAfterBackward& k = *d.roles.kept_after_backward;
@@ -41,7 +35,7 @@ Words kept_after_backward_words(const Finding& f, const DeviceAnalysis& d) {
       "Drop the references once the backward has run (`del outputs, loss`; log `loss.item()`, not "
       "`loss`): otherwise they are freed only when the next forward rebinds the names, on top of its own "
       "activations (" +
-      share_of(f.bytes, d.peaks.allocated ? d.peaks.allocated->allocated_bytes : 0) + " of the peak).";
+      percent_of(f.bytes, d.peaks.allocated ? d.peaks.allocated->allocated_bytes : 0) + " of the peak).";
   return w;
 }
 
@@ -60,7 +54,7 @@ Words role_finding_words(const Finding& f, const DeviceAnalysis& d) {
     w.advice =
         "Call optimizer.zero_grad(set_to_none=True) before the forward (or right after optimizer.step()): "
         "the peak's state drops by " +
-        human_bytes(f.bytes) + " (" + share_of(f.bytes, p.allocated_bytes) + " of the peak).";
+        human_bytes(f.bytes) + " (" + percent_of(f.bytes, p.allocated_bytes) + " of the peak).";
     return w;
   }
   if (f.kind == FindingKind::GradientsNeverZeroed) {
@@ -91,7 +85,7 @@ Words role_finding_words(const Finding& f, const DeviceAnalysis& d) {
         where += " in private pool (" + std::to_string(rw.pool->first) + ", " + std::to_string(rw.pool->second) + ")";
       if (!rw.frame.empty()) where += " from " + rw.frame;
     }
-  w.message = "KV cache " + human_bytes(f.bytes) + where + ": " + share_of(f.bytes, d.accounting.reserved_bytes) +
+  w.message = "KV cache " + human_bytes(f.bytes) + where + ": " + percent_of(f.bytes, d.accounting.reserved_bytes) +
               " of reserved memory, taken up front by the serving engine and kept whatever the requests need.";
   w.advice =
       "Its size is the engine's memory setting, not the batch: to leave room for other work, lower it "
